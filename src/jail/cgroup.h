@@ -1,0 +1,46 @@
+/* Resource control for one sandbox: cgroup v2, v1 (legacy) and hybrid behind one interface.
+ * The mode is detected at run time; HUTCH_CGROUP_MODE=v1|v2|hybrid forces one (for tests).
+ * Every call here is made from the host side (parent, supervisor, keeper), never from inside. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "util/err.h"
+
+enum cgroup_mode {
+    CGROUP_MODE_V1,     /* legacy: one hierarchy per controller */
+    CGROUP_MODE_HYBRID, /* v1 controllers, plus cgroup2 (no controllers) at /sys/fs/cgroup/unified */
+    CGROUP_MODE_V2,     /* unified hierarchy with controllers */
+};
+
+struct cgroup_limits {
+    uint64_t memory_bytes; /* 0 = no limit; swap is never allowed on top of it */
+    uint64_t pids;         /* 0 = no limit */
+};
+
+struct cgroup_stats {
+    uint64_t cpu_usage_ns;      /* user+system CPU time of every process ever in the cgroup */
+    uint64_t memory_peak_bytes; /* high-water mark of charged memory */
+    uint64_t oom_kills;         /* processes killed by the OOM killer because of our limit */
+    uint64_t pids_current;
+};
+
+struct cgroup;
+
+const char *cgroup_mode_name(enum cgroup_mode mode);
+/* Detects the host's mode (statfs of /sys/fs/cgroup, as crun does), honouring HUTCH_CGROUP_MODE. */
+int cgroup_detect(enum cgroup_mode *mode, err_t *err);
+/* Creates hutch/NAME in every hierarchy it needs and writes every limit before any process
+ * joins. A controller the host lacks is an error that names it. */
+int cgroup_create(const char *name, const struct cgroup_limits *limits, struct cgroup **out,
+                  err_t *err);
+/* fd of the cgroup2 directory for clone3(CLONE_INTO_CGROUP), or -1 on pure v1. Owned by cg. */
+int cgroup_clone_into_fd(const struct cgroup *cg);
+/* Moves pid into the hierarchies that CLONE_INTO_CGROUP did not cover (all of them on v1). */
+int cgroup_attach(struct cgroup *cg, pid_t pid, err_t *err);
+int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
+/* SIGKILLs every process in the cgroup and waits (bounded) until it is empty. */
+int cgroup_kill(struct cgroup *cg, err_t *err);
+int cgroup_set_frozen(struct cgroup *cg, bool frozen, err_t *err);
+/* Kills what is left, removes the directories, frees cg. Safe on NULL. */
+int cgroup_destroy(struct cgroup *cg, err_t *err);
