@@ -3,7 +3,7 @@ CC      ?= cc
 PKGS    := libseccomp jansson
 CFLAGS_BASE := -std=gnu17 -O2 -g -D_GNU_SOURCE -Isrc \
 	-Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 -Wstrict-prototypes \
-	-Wno-unused-parameter $(shell pkg-config --cflags $(PKGS))
+	-Wno-unused-parameter -Wno-format-truncation $(shell pkg-config --cflags $(PKGS))
 LIBS    := $(shell pkg-config --libs $(PKGS))
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 

@@ -1,0 +1,135 @@
+#include "cli/artifacts.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "util/fileio.h"
+
+struct copy_state {
+    uint64_t limit;
+    unsigned count;
+    struct artifacts_result *res;
+    err_t *err;
+};
+
+static int copy_dir(int src, int dst, const char *rel, unsigned depth, struct copy_state *st);
+
+static int copy_regular(int src_fd, int dst, const char *name, const char *rel, uint64_t size,
+                        struct copy_state *st)
+{
+    uint64_t room = st->limit - st->res->bytes;
+    uint64_t want = size;
+    if (want > room) {
+        want = room;
+        st->res->truncated = true;
+    }
+    cleanup_fd int out =
+        openat(dst, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (out < 0)
+        return err_set(st->err, errno, "artifact %s", rel);
+    char buf[65536];
+    uint64_t copied = 0;
+    while (copied < want) {
+        size_t chunk = want - copied < sizeof buf ? (size_t)(want - copied) : sizeof buf;
+        ssize_t n = read(src_fd, buf, chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* the file shrank: copy what there is */
+        if (fd_write_all(out, buf, (size_t)n) < 0)
+            return err_set(st->err, errno, "write artifact %s", rel);
+        copied += (uint64_t)n;
+    }
+    st->res->bytes += copied;
+    json_array_append_new(st->res->files, json_pack("{s:s, s:I}", "path", rel, "size",
+                                                     (json_int_t)copied));
+    return 0;
+}
+
+static int copy_entry(int src, int dst, const char *name, const char *rel, unsigned depth,
+                      struct copy_state *st)
+{
+    /* O_NONBLOCK: a FIFO must not hang us; O_NOFOLLOW: a symlink is not followed anywhere. */
+    cleanup_fd int fd = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        st->res->skipped++;
+        return 0;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) < 0) {
+        st->res->skipped++;
+        return 0;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        if (depth + 1 > ARTIFACTS_MAX_DEPTH) {
+            st->res->truncated = true;
+            return 0;
+        }
+        if (mkdirat(dst, name, 0755) < 0 && errno != EEXIST)
+            return err_set(st->err, errno, "artifact directory %s", rel);
+        cleanup_fd int sub = openat(dst, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0)
+            return err_set(st->err, errno, "artifact directory %s", rel);
+        return copy_dir(steal_fd(&fd), sub, rel, depth + 1, st);
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st->res->skipped++;
+        return 0;
+    }
+    if (++st->count > ARTIFACTS_MAX_FILES || st->res->bytes >= st->limit) {
+        st->res->truncated = true;
+        return 0;
+    }
+    return copy_regular(fd, dst, name, rel, (uint64_t)sb.st_size, st);
+}
+
+/* Takes ownership of src. */
+static int copy_dir(int src, int dst, const char *rel, unsigned depth, struct copy_state *st)
+{
+    DIR *d = fdopendir(src);
+    if (!d) {
+        close(src);
+        return err_set(st->err, errno, "read artifact directory");
+    }
+    cleanup_dir DIR *dir = d;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char path[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof path, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name) >=
+            sizeof path) {
+            st->res->truncated = true;
+            continue;
+        }
+        if (copy_entry(dirfd(dir), dst, de->d_name, path, depth, st) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int artifacts_copy(int src_dirfd, const char *dest_dir, uint64_t limit,
+                   struct artifacts_result *out, err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    out->files = json_array();
+    if (mkdir_p_at(AT_FDCWD, dest_dir, 0755, err) < 0)
+        return err_wrap(err, "--artifacts %s", dest_dir);
+    cleanup_fd int dst = open(dest_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dst < 0)
+        return err_set(err, errno, "--artifacts %s", dest_dir);
+    int src = fcntl(src_dirfd, F_DUPFD_CLOEXEC, 3);
+    if (src < 0)
+        return err_set(err, errno, "dup artifact directory");
+    /* readdir needs a fresh offset: the directory fd may have been read before. */
+    lseek(src, 0, SEEK_SET);
+    struct copy_state st = {.limit = limit, .res = out, .err = err};
+    return copy_dir(src, dst, "", 0, &st);
+}

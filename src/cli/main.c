@@ -1,0 +1,42 @@
+/* hutch: one binary, subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/doctor.h"
+#include "cli/run.h"
+
+#define HUTCH_VERSION "0.1.0"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: hutch COMMAND [ARGS...]\n"
+                 "\n"
+                 "commands:\n"
+                 "  run      run one program in a fresh, throwaway sandbox (hutch run --help)\n"
+                 "  doctor   check what this host supports, feature by feature\n"
+                 "  version  print the version\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "run") == 0)
+        return run_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "doctor") == 0)
+        return doctor_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("hutch %s\n", HUTCH_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "hutch: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,674 @@
+/* The one-shot supervisor: prepares a sandbox description from the options, starts it through
+ * the isolation core, pumps its output, enforces wall and CPU time and the output limit, then
+ * collects the verdict, the artifacts and the counters, and removes everything. */
+#include "cli/run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "cli/artifacts.h"
+#include "cli/paths.h"
+#include "cli/run_options.h"
+#include "cli/verdict.h"
+#include "jail/control.h"
+#include "jail/jail.h"
+#include "jail/template.h"
+#include "jail/userns.h"
+#include "util/cleanup.h"
+#include "util/fileio.h"
+#include "util/utf8.h"
+
+#define TICK_MS        100
+#define DRAIN_GRACE_MS 2000
+
+struct stream {
+    int fd;          /* read end, -1 once at EOF */
+    int forward_fd;  /* where the bytes go live (-1 in JSON mode) */
+    char *buf;       /* JSON mode: what was kept */
+    size_t len;
+    uint64_t total;  /* bytes seen */
+    bool truncated;
+};
+
+/* stdin of the program: a host fd given as is, or a pipe that we feed (ttys and sockets are
+ * never handed to the sandbox: a tty would allow TIOCSTI-style injection into the host). */
+struct stdin_pump {
+    int src;    /* our stdin, -1 when done */
+    int pipe_w; /* -1 when closed */
+    char buf[65536];
+    size_t len, off;
+};
+
+struct run {
+    struct run_options opt;
+    struct jail jail;
+    struct uid_range uids;
+    struct stream out, err;
+    struct stdin_pump pump;
+    int child_stdin;
+    int code_fd;
+    struct jail_file files[RUN_MAX_ITEMS + 1];
+    int file_fds[RUN_MAX_ITEMS];
+    size_t n_files;
+    char *argv_buf[RUN_MAX_ITEMS + 8];
+    char *envp_buf[RUN_MAX_ITEMS + 16];
+    int sigfd;
+    struct run_facts facts;
+    bool init_exited, control_closed, killed;
+    uint64_t end_ns, cpu_base_ns;
+    char message[1200];
+    struct cgroup_stats stats;
+    struct artifacts_result artifacts;
+    bool have_artifacts;
+};
+
+static void set_message(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_message(struct run *r, const char *fmt, ...)
+{
+    if (r->message[0])
+        return; /* the first reason is the one that matters */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->message, sizeof r->message, fmt, ap);
+    va_end(ap);
+}
+
+static const char *default_env[] = {
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG=C.UTF-8",
+    "SHELL=/bin/bash",
+    "MPLBACKEND=Agg",
+};
+
+static int build_env(struct run *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof default_env / sizeof default_env[0]; i++)
+        r->envp_buf[n++] = (char *)default_env[i];
+    static char home_root[] = "HOME=/root", home_user[] = "HOME=" JAIL_USER_HOME;
+    static char user_root[] = "USER=root", user_user[] = "USER=" JAIL_USER_NAME;
+    static char logname_root[] = "LOGNAME=root", logname_user[] = "LOGNAME=" JAIL_USER_NAME;
+    r->envp_buf[n++] = r->opt.as_root ? home_root : home_user;
+    r->envp_buf[n++] = r->opt.as_root ? user_root : user_user;
+    r->envp_buf[n++] = r->opt.as_root ? logname_root : logname_user;
+    /* --env overrides a default of the same name, in place. */
+    for (size_t i = 0; i < r->opt.n_env; i++) {
+        const char *kv = r->opt.env[i];
+        size_t klen = (size_t)(strchr(kv, '=') - kv);
+        size_t j;
+        for (j = 0; j < n; j++)
+            if (strncmp(r->envp_buf[j], kv, klen + 1) == 0)
+                break;
+        r->envp_buf[j] = r->opt.env[i];
+        if (j == n)
+            n++;
+    }
+    r->envp_buf[n] = NULL;
+    return 0;
+}
+
+static int read_all_fd(int fd, char **out, size_t *len, size_t max)
+{
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        return -1;
+    for (;;) {
+        if (n == cap) {
+            if (cap >= max) {
+                free(buf);
+                errno = EFBIG;
+                return -1;
+            }
+            cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                return -1;
+            }
+            buf = nb;
+        }
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            free(buf);
+            return -1;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* The code for --lang goes in as a file, so its size is not bound by the argument limit. */
+static int prepare_code(struct run *r, err_t *err)
+{
+    static const char *const interp[] = {[RUN_LANG_PYTHON] = "python3", [RUN_LANG_NODE] = "node",
+                                         [RUN_LANG_BASH] = "bash"};
+    static const char *const path[] = {[RUN_LANG_PYTHON] = "/tmp/main.py",
+                                       [RUN_LANG_NODE] = "/tmp/main.js",
+                                       [RUN_LANG_BASH] = "/tmp/main.sh"};
+    char *code = NULL;
+    size_t len = 0;
+    if (r->opt.code) {
+        code = strdup(r->opt.code);
+        len = strlen(r->opt.code);
+        if (!code)
+            return err_set(err, ENOMEM, "code");
+    } else {
+        bool from_stdin = !r->opt.code_file || strcmp(r->opt.code_file, "-") == 0;
+        int fd = from_stdin ? 0 : open(r->opt.code_file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return err_set(err, errno, "--code-file %s", r->opt.code_file);
+        int rc = read_all_fd(fd, &code, &len, 64u << 20);
+        int saved = errno;
+        if (!from_stdin)
+            close(fd);
+        if (rc < 0)
+            return err_set(err, saved, "read code from %s", from_stdin ? "stdin" : r->opt.code_file);
+        if (from_stdin)
+            r->child_stdin = -2; /* consumed: the program gets /dev/null */
+    }
+    r->code_fd = memfd_create("hutch-code", MFD_CLOEXEC);
+    int rc = r->code_fd < 0 ? -1 : fd_write_all(r->code_fd, code, len);
+    free(code);
+    if (rc < 0)
+        return err_set(err, errno, "store code");
+    r->files[r->n_files++] =
+        (struct jail_file){.host_fd = r->code_fd, .sandbox_path = path[r->opt.lang], .mode = 0644};
+    size_t n = 0;
+    r->argv_buf[n++] = (char *)interp[r->opt.lang];
+    r->argv_buf[n++] = (char *)path[r->opt.lang];
+    for (int i = 0; i < r->opt.argc && n < RUN_MAX_ITEMS; i++)
+        r->argv_buf[n++] = r->opt.argv[i];
+    r->argv_buf[n] = NULL;
+    return 0;
+}
+
+static int open_files(struct run *r, err_t *err)
+{
+    for (size_t i = 0; i < r->opt.n_files; i++) {
+        const struct run_file *f = &r->opt.files[i];
+        int fd = open(f->host_path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return err_set(err, errno, "--file %s", f->host_path);
+        r->file_fds[i] = fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+            return err_set(err, EINVAL, "--file %s: not a regular file", f->host_path);
+        r->files[r->n_files++] = (struct jail_file){
+            .host_fd = fd, .sandbox_path = f->sandbox_path, .mode = st.st_mode & 0755};
+    }
+    return 0;
+}
+
+static int prepare_stdin(struct run *r, err_t *err)
+{
+    r->pump.src = r->pump.pipe_w = -1;
+    struct stat st;
+    if (r->child_stdin == -2 || fstat(0, &st) < 0) {
+        r->child_stdin = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        return r->child_stdin < 0 ? err_set(err, errno, "open /dev/null") : 0;
+    }
+    bool dev_null = S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
+    if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || dev_null) {
+        r->child_stdin = 0;
+        return 0;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return err_set(err, errno, "stdin pipe");
+    fcntl(p[1], F_SETFL, O_NONBLOCK);
+    r->child_stdin = p[0];
+    r->pump.pipe_w = p[1];
+    r->pump.src = 0;
+    return 0;
+}
+
+static int make_stream(struct stream *s, int *child_end, int forward_fd, err_t *err)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return err_set(err, errno, "output pipe");
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    s->fd = p[0];
+    s->forward_fd = forward_fd;
+    *child_end = p[1];
+    return 0;
+}
+
+static void kill_sandbox(struct run *r)
+{
+    if (r->killed || r->jail.pidfd < 0)
+        return;
+    /* init is pid 1 of the sandbox's pid namespace: its death takes every process with it. */
+    syscall(SYS_pidfd_send_signal, r->jail.pidfd, SIGKILL, NULL, 0);
+    r->killed = true;
+}
+
+static void stream_read(struct run *r, struct stream *s)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(s->fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0) {
+            close(s->fd);
+            s->fd = -1;
+            return;
+        }
+        uint64_t room = s->total >= r->opt.output_limit ? 0 : r->opt.output_limit - s->total;
+        size_t keep = (uint64_t)n > room ? (size_t)room : (size_t)n;
+        s->total += (uint64_t)n;
+        if (keep < (size_t)n && !s->truncated) {
+            s->truncated = true;
+            if (!r->killed) {
+                r->facts.output_exceeded = true;
+                set_message(r, "output beyond the limit of %llu bytes",
+                            (unsigned long long)r->opt.output_limit);
+                kill_sandbox(r);
+            }
+        }
+        if (keep == 0)
+            continue;
+        if (s->forward_fd >= 0) {
+            if (fd_write_all(s->forward_fd, buf, keep) < 0)
+                s->forward_fd = -1; /* our reader went away; keep supervising */
+        } else {
+            char *nb = realloc(s->buf, s->len + keep);
+            if (!nb)
+                continue;
+            s->buf = nb;
+            memcpy(s->buf + s->len, buf, keep);
+            s->len += keep;
+        }
+    }
+}
+
+static void pump_stdin(struct stdin_pump *p, short src_events, short dst_events)
+{
+    if (p->len == p->off && p->src >= 0 && (src_events & (POLLIN | POLLHUP | POLLERR))) {
+        ssize_t n = read(p->src, p->buf, sizeof p->buf);
+        if (n > 0) {
+            p->len = (size_t)n;
+            p->off = 0;
+        } else if (n == 0 || errno != EINTR) {
+            p->src = -1;
+        }
+    }
+    if (p->len > p->off && p->pipe_w >= 0 && (dst_events & (POLLOUT | POLLERR))) {
+        ssize_t n = write(p->pipe_w, p->buf + p->off, p->len - p->off);
+        if (n > 0)
+            p->off += (size_t)n;
+        else if (n < 0 && errno != EAGAIN && errno != EINTR)
+            p->src = -1, p->len = p->off = 0; /* the program closed its stdin */
+    }
+    if (p->src < 0 && p->len == p->off && p->pipe_w >= 0) {
+        close(p->pipe_w);
+        p->pipe_w = -1;
+    }
+}
+
+static void handle_control(struct run *r)
+{
+    struct control_msg msg;
+    int rc = control_recv(r->jail.control_fd, &msg, NULL);
+    if (rc <= 0) {
+        if (rc < 0 && errno == EBADMSG)
+            set_message(r, "malformed message from sandbox init");
+        r->control_closed = true;
+        return;
+    }
+    if (msg.type == CONTROL_EXIT && !r->facts.payload_ended) {
+        r->facts.payload_ended = true;
+        r->facts.exit_code = msg.code;
+        r->facts.signal = msg.sig;
+        r->end_ns = jail_now_ns();
+    } else if (msg.type == CONTROL_EXEC_ERROR) {
+        r->facts.exec_failed = true;
+        set_message(r, "cannot execute %s: %s", msg.text, strerror(msg.code > 0 ? msg.code : EIO));
+    } else if (msg.type == CONTROL_SETUP_ERROR) {
+        r->facts.internal_error = true;
+        set_message(r, "sandbox: %s", msg.text);
+    }
+}
+
+static void check_limits(struct run *r, uint64_t deadline_ns)
+{
+    if (r->killed || r->facts.payload_ended)
+        return;
+    uint64_t now = jail_now_ns();
+    if (now >= deadline_ns) {
+        r->facts.wall_timeout = true;
+        set_message(r, "wall-clock limit of %.3f s reached", r->opt.timeout_ms / 1000.0);
+        kill_sandbox(r);
+        return;
+    }
+    struct cgroup_stats st;
+    err_t ignored;
+    if (cgroup_read_stats(r->jail.cgroup, &st, &ignored) == 0 &&
+        st.cpu_usage_ns - r->cpu_base_ns >= r->opt.cpu_time_ms * 1000000ull) {
+        r->facts.cpu_timeout = true;
+        set_message(r, "CPU time limit of %.3f s reached", r->opt.cpu_time_ms / 1000.0);
+        kill_sandbox(r);
+    }
+}
+
+static void supervise(struct run *r)
+{
+    uint64_t deadline = r->jail.start_ns + r->opt.timeout_ms * 1000000ull;
+    uint64_t gave_up_at = 0;
+    for (;;) {
+        bool streams_open = r->out.fd >= 0 || r->err.fd >= 0;
+        if (r->init_exited && !streams_open)
+            break;
+        if (r->init_exited && !gave_up_at)
+            gave_up_at = jail_now_ns() + DRAIN_GRACE_MS * 1000000ull;
+        if (gave_up_at && jail_now_ns() >= gave_up_at)
+            break; /* init is gone, so nothing inside can still write; do not hang on it */
+        struct pollfd p[7];
+        enum { P_OUT, P_ERR, P_CTL, P_PID, P_SIG, P_IN, P_PIPE };
+        p[P_OUT] = (struct pollfd){.fd = r->out.fd, .events = POLLIN};
+        p[P_ERR] = (struct pollfd){.fd = r->err.fd, .events = POLLIN};
+        p[P_CTL] = (struct pollfd){.fd = r->control_closed ? -1 : r->jail.control_fd,
+                                   .events = POLLIN};
+        p[P_PID] = (struct pollfd){.fd = r->init_exited ? -1 : r->jail.pidfd, .events = POLLIN};
+        p[P_SIG] = (struct pollfd){.fd = r->sigfd, .events = POLLIN};
+        bool want_in = r->pump.src >= 0 && r->pump.len == r->pump.off;
+        bool want_out = r->pump.pipe_w >= 0 && r->pump.len > r->pump.off;
+        p[P_IN] = (struct pollfd){.fd = want_in ? r->pump.src : -1, .events = POLLIN};
+        p[P_PIPE] = (struct pollfd){.fd = want_out ? r->pump.pipe_w : -1, .events = POLLOUT};
+        int rc = poll(p, 7, TICK_MS);
+        if (rc < 0 && errno != EINTR) {
+            r->facts.internal_error = true;
+            set_message(r, "poll: %s", strerror(errno));
+            kill_sandbox(r);
+            break;
+        }
+        if (rc > 0) {
+            if (p[P_CTL].revents)
+                handle_control(r);
+            if (p[P_OUT].revents)
+                stream_read(r, &r->out);
+            if (p[P_ERR].revents)
+                stream_read(r, &r->err);
+            if (p[P_IN].revents || p[P_PIPE].revents)
+                pump_stdin(&r->pump, p[P_IN].revents, p[P_PIPE].revents);
+            if (p[P_SIG].revents) {
+                struct signalfd_siginfo si;
+                if (read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si && !r->killed) {
+                    r->facts.internal_error = true;
+                    set_message(r, "interrupted by %s", strsignal((int)si.ssi_signo));
+                    kill_sandbox(r);
+                }
+            }
+            if (p[P_PID].revents) {
+                /* Drain a last EXIT message that may sit behind the pidfd event. */
+                while (!r->control_closed && !r->facts.payload_ended) {
+                    struct pollfd c = {.fd = r->jail.control_fd, .events = POLLIN};
+                    if (poll(&c, 1, 0) <= 0)
+                        break;
+                    handle_control(r);
+                }
+                r->init_exited = true;
+                if (!r->end_ns)
+                    r->end_ns = jail_now_ns();
+            }
+        }
+        check_limits(r, deadline);
+    }
+}
+
+static json_t *json_text(const struct stream *s)
+{
+    size_t len;
+    char *clean = utf8_sanitize(s->buf ? s->buf : "", s->len, &len);
+    json_t *j = clean ? json_stringn(clean, len) : json_string("");
+    free(clean);
+    return j;
+}
+
+static void print_result(struct run *r, enum verdict v)
+{
+    uint64_t wall_ms = r->end_ns > r->jail.start_ns && r->jail.start_ns
+                           ? (r->end_ns - r->jail.start_ns) / 1000000
+                           : 0;
+    uint64_t cpu_ns = r->stats.cpu_usage_ns > r->cpu_base_ns
+                          ? r->stats.cpu_usage_ns - r->cpu_base_ns
+                          : 0;
+    if (!r->opt.json) {
+        if (v != VERDICT_OK)
+            fprintf(stderr, "hutch: %s%s%s\n", verdict_code(v), r->message[0] ? ": " : "",
+                    r->message);
+        return;
+    }
+    bool exited = r->facts.payload_ended && r->facts.signal == 0;
+    json_t *o = json_pack(
+        "{s:s, s:o, s:o, s:I, s:I, s:I, s:o, s:o, s:b, s:b, s:o, s:s}", "status",
+        verdict_code(v), "exit_code",
+        exited ? json_integer(r->facts.exit_code) : json_null(), "signal",
+        r->facts.signal ? json_integer(r->facts.signal) : json_null(), "wall_ms",
+        (json_int_t)wall_ms, "cpu_ms", (json_int_t)(cpu_ns / 1000000), "memory_peak_bytes",
+        (json_int_t)r->stats.memory_peak_bytes, "stdout", json_text(&r->out), "stderr",
+        json_text(&r->err), "stdout_truncated", r->out.truncated, "stderr_truncated",
+        r->err.truncated, "artifacts",
+        r->have_artifacts ? json_incref(r->artifacts.files) : json_array(), "message",
+        r->message);
+    if (!o) {
+        fprintf(stdout, "{\"status\":\"XX\",\"message\":\"cannot encode result\"}\n");
+        return;
+    }
+    if (r->have_artifacts)
+        json_object_set_new(o, "artifacts_truncated", json_boolean(r->artifacts.truncated));
+    json_object_set_new(o, "oom_kills", json_integer((json_int_t)r->stats.oom_kills));
+    json_dumpf(o, stdout, JSON_COMPACT);
+    fputc('\n', stdout);
+    fflush(stdout);
+    json_decref(o);
+}
+
+static int setup_signals(struct run *r, err_t *err)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    /* Blocked here, read through the signalfd; the sandbox resets its mask before anything. */
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+        return err_set(err, errno, "sigprocmask");
+    r->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (r->sigfd < 0)
+        return err_set(err, errno, "signalfd");
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+static int start(struct run *r, err_t *err)
+{
+    if (setup_signals(r, err) < 0)
+        return -1;
+    if (r->opt.lang != RUN_LANG_NONE) {
+        if (prepare_code(r, err) < 0)
+            return -1;
+    } else {
+        size_t n = 0;
+        for (int i = 0; i < r->opt.argc && n < RUN_MAX_ITEMS + 7; i++)
+            r->argv_buf[n++] = r->opt.argv[i];
+        r->argv_buf[n] = NULL;
+    }
+    if (open_files(r, err) < 0 || prepare_stdin(r, err) < 0)
+        return -1;
+    build_env(r);
+
+    struct template_paths tpl;
+    if (template_prepare_base(hutch_state_dir(), &tpl, err) < 0)
+        return -1;
+    char lock[PATH_MAX];
+    snprintf(lock, sizeof lock, "%s/uid-slots.lock", hutch_run_dir());
+    if (mkdir_p_at(AT_FDCWD, hutch_run_dir(), 0755, err) < 0 ||
+        uid_range_acquire(lock, &r->uids, err) < 0)
+        return -1;
+
+    int out_w = -1, err_w = -1;
+    if (make_stream(&r->out, &out_w, r->opt.json ? -1 : 1, err) < 0 ||
+        make_stream(&r->err, &err_w, r->opt.json ? -1 : 2, err) < 0) {
+        if (out_w >= 0)
+            close(out_w);
+        return -1;
+    }
+    char name[64];
+    static unsigned counter;
+    snprintf(name, sizeof name, "run-%d-%u", (int)getpid(), counter++);
+    struct jail_spec spec = {
+        .name = name,
+        .template_dir = tpl.rootfs,
+        .usr_dir = "/usr",
+        .stage_dir = tpl.stage,
+        .limits = {.memory_bytes = r->opt.memory_bytes, .pids = r->opt.pids,
+                   .disk_bytes = r->opt.disk_bytes, .cpu_time_ms = r->opt.cpu_time_ms,
+                   .nofile = r->opt.nofile},
+        .net = JAIL_NET_NONE,
+        .host_uid_base = r->uids.host_base,
+        .as_root = r->opt.as_root,
+        .seccomp = r->opt.seccomp,
+        .argv = (const char *const *)r->argv_buf,
+        .envp = (const char *const *)r->envp_buf,
+        .cwd = r->opt.cwd,
+        .stdin_fd = r->child_stdin,
+        .stdout_fd = out_w,
+        .stderr_fd = err_w,
+        .files = r->files,
+        .n_files = r->n_files,
+        .output_dir = r->opt.artifacts_dir != NULL,
+        .die_with_parent = true,
+        .keep_fd = r->uids.lock_fd,
+    };
+    int rc = jail_start(&spec, &r->jail, err);
+    /* Our copies of the write ends go now, or the streams would never reach EOF. */
+    close(out_w);
+    close(err_w);
+    if (r->child_stdin > 0) {
+        close(r->child_stdin);
+        r->child_stdin = -1;
+    }
+    if (rc < 0)
+        return -1;
+    struct cgroup_stats st;
+    err_t ignored;
+    if (cgroup_read_stats(r->jail.cgroup, &st, &ignored) == 0)
+        r->cpu_base_ns = st.cpu_usage_ns; /* init's setup is not the program's CPU time */
+    return 0;
+}
+
+static void finish(struct run *r)
+{
+    err_t err;
+    if (r->jail.cgroup) {
+        if (cgroup_read_stats(r->jail.cgroup, &r->stats, &err) < 0) {
+            r->facts.internal_error = true;
+            set_message(r, "%s", err.msg);
+        }
+        r->facts.oom_kills = r->stats.oom_kills;
+    }
+    if (r->opt.artifacts_dir && r->jail.output_dirfd >= 0) {
+        if (artifacts_copy(r->jail.output_dirfd, r->opt.artifacts_dir, r->opt.artifacts_limit,
+                           &r->artifacts, &err) < 0) {
+            r->facts.internal_error = true;
+            set_message(r, "%s", err.msg);
+        }
+        r->have_artifacts = true;
+        if (r->artifacts.truncated)
+            set_message(r, "artifacts beyond the limit of %llu bytes were not copied",
+                        (unsigned long long)r->opt.artifacts_limit);
+    }
+    if (jail_destroy(&r->jail, &err) < 0) {
+        r->facts.internal_error = true;
+        set_message(r, "cleanup: %s", err.msg);
+    }
+    uid_range_release(&r->uids);
+    if (r->facts.oom_kills && !r->facts.wall_timeout && !r->facts.cpu_timeout)
+        set_message(r, "memory limit of %llu bytes reached",
+                    (unsigned long long)r->opt.memory_bytes);
+    if (r->facts.payload_ended && r->facts.signal)
+        set_message(r, "killed by signal %d (%s)", r->facts.signal, strsignal(r->facts.signal));
+    else if (r->facts.payload_ended && r->facts.exit_code)
+        set_message(r, "exited with status %d", r->facts.exit_code);
+}
+
+static void release(struct run *r)
+{
+    for (size_t i = 0; i < r->opt.n_files; i++)
+        if (r->file_fds[i] >= 0)
+            close(r->file_fds[i]);
+    if (r->code_fd >= 0)
+        close(r->code_fd);
+    if (r->pump.pipe_w >= 0)
+        close(r->pump.pipe_w);
+    if (r->sigfd >= 0)
+        close(r->sigfd);
+    free(r->out.buf);
+    free(r->err.buf);
+    if (r->have_artifacts)
+        json_decref(r->artifacts.files);
+    run_options_free(&r->opt);
+}
+
+int run_main(int argc, char **argv)
+{
+    err_t err = {0};
+    struct run *r = calloc(1, sizeof *r);
+    if (!r) {
+        fprintf(stderr, "hutch run: out of memory\n");
+        return 2;
+    }
+    r->code_fd = r->sigfd = r->out.fd = r->err.fd = -1;
+    r->uids.lock_fd = -1;
+    r->pump.src = r->pump.pipe_w = -1;
+    memset(r->file_fds, -1, sizeof r->file_fds);
+    r->jail.pidfd = r->jail.control_fd = r->jail.output_dirfd = r->jail.keeper_fd = -1;
+    if (run_options_parse(argc, argv, &r->opt, &err) < 0) {
+        fprintf(stderr, "hutch run: %s\n", err.msg);
+        free(r);
+        return 2;
+    }
+    if (r->opt.help) {
+        run_options_usage(stdout);
+        run_options_free(&r->opt);
+        free(r);
+        return 0;
+    }
+    if (start(r, &err) < 0) {
+        r->facts.internal_error = true;
+        set_message(r, "%s", err.msg);
+    } else {
+        supervise(r);
+    }
+    finish(r);
+    enum verdict v = verdict_decide(&r->facts);
+    print_result(r, v);
+    release(r);
+    free(r);
+    return verdict_exit_status(v);
+}

@@ -1,0 +1,315 @@
+#include "cli/run_options.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jail/jail.h"
+#include "util/parse.h"
+
+enum {
+    OPT_TIMEOUT = 256, OPT_CPU_TIME, OPT_MEMORY, OPT_PIDS, OPT_DISK, OPT_OUTPUT_LIMIT, OPT_NOFILE,
+    OPT_ENV, OPT_FILE, OPT_ARTIFACTS, OPT_ARTIFACTS_LIMIT, OPT_LANG, OPT_CODE, OPT_CODE_FILE,
+    OPT_JSON, OPT_ROOT, OPT_CWD, OPT_SECCOMP, OPT_HELP,
+};
+
+static const struct option long_options[] = {
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"cpu-time", required_argument, NULL, OPT_CPU_TIME},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"pids", required_argument, NULL, OPT_PIDS},
+    {"disk", required_argument, NULL, OPT_DISK},
+    {"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
+    {"nofile", required_argument, NULL, OPT_NOFILE},
+    {"env", required_argument, NULL, OPT_ENV},
+    {"file", required_argument, NULL, OPT_FILE},
+    {"artifacts", required_argument, NULL, OPT_ARTIFACTS},
+    {"artifacts-limit", required_argument, NULL, OPT_ARTIFACTS_LIMIT},
+    {"lang", required_argument, NULL, OPT_LANG},
+    {"code", required_argument, NULL, OPT_CODE},
+    {"code-file", required_argument, NULL, OPT_CODE_FILE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"root", no_argument, NULL, OPT_ROOT},
+    {"cwd", required_argument, NULL, OPT_CWD},
+    {"seccomp", required_argument, NULL, OPT_SECCOMP},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+void run_options_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: hutch run [OPTIONS] -- COMMAND [ARGS...]\n"
+            "       hutch run [OPTIONS] --lang python|node|bash [--code TEXT | --code-file PATH]"
+            " [-- ARGS...]\n"
+            "\n"
+            "Runs one program in a fresh sandbox and throws the sandbox away.\n"
+            "With --lang and neither --code nor --code-file, the code is read from stdin.\n"
+            "\n"
+            "Limits (sizes take K, M, G suffixes; times are seconds, or e.g. 250ms):\n"
+            "  --timeout SEC        wall-clock limit                      (default %g)\n"
+            "  --cpu-time SEC       CPU time of all processes together    (default %g)\n"
+            "  --memory SIZE        memory, swap excluded                 (default %llu MiB)\n"
+            "  --pids N             processes and threads at once         (default %d)\n"
+            "  --disk SIZE          writable layer; the program gets ENOSPC (default %llu MiB)\n"
+            "  --output-limit SIZE  per stream; beyond it output is cut    (default %llu MiB)\n"
+            "  --nofile N           open files per process                (default %d)\n"
+            "Data:\n"
+            "  --env K=V            add an environment variable (repeatable)\n"
+            "  --file HOST:SANDBOX  copy a host file in (repeatable; relative SANDBOX is under "
+            "%s)\n"
+            "  --artifacts DIR      copy what the program writes to %s into DIR\n"
+            "  --artifacts-limit SIZE  cap on the artifacts copied          (default %llu MiB)\n"
+            "Other:\n"
+            "  --root               run as sandbox root (uid 0, no capabilities) instead of %s\n"
+            "  --cwd DIR            working directory (default the home directory)\n"
+            "  --seccomp PROFILE    default or strict                     (default default)\n"
+            "  --json               print one JSON object with the verdict and the output\n"
+            "\n"
+            "Verdicts: OK, RE (non-zero exit), SG (killed by a signal), TO (wall or CPU time),\n"
+            "ML (memory limit), OL (output limit), XX (hutch's own failure, with its reason).\n"
+            "Exit status: 0 for OK, 1 when the program failed (RE SG TO ML OL), 2 for XX or\n"
+            "a usage error.\n",
+            RUN_DEFAULT_TIMEOUT_MS / 1000.0, RUN_DEFAULT_CPU_TIME_MS / 1000.0,
+            RUN_DEFAULT_MEMORY >> 20, RUN_DEFAULT_PIDS, RUN_DEFAULT_DISK >> 20,
+            RUN_DEFAULT_OUTPUT_LIMIT >> 20, RUN_DEFAULT_NOFILE, JAIL_USER_HOME, JAIL_OUTPUT_DIR,
+            RUN_DEFAULT_ARTIFACTS_LIMIT >> 20, JAIL_USER_NAME);
+}
+
+const char *run_lang_name(enum run_lang lang)
+{
+    switch (lang) {
+    case RUN_LANG_PYTHON:
+        return "python";
+    case RUN_LANG_NODE:
+        return "node";
+    case RUN_LANG_BASH:
+        return "bash";
+    case RUN_LANG_NONE:
+        break;
+    }
+    return "none";
+}
+
+static int parse_lang(const char *s, enum run_lang *out)
+{
+    static const struct {
+        const char *name;
+        enum run_lang lang;
+    } langs[] = {{"python", RUN_LANG_PYTHON}, {"python3", RUN_LANG_PYTHON},
+                 {"node", RUN_LANG_NODE},     {"js", RUN_LANG_NODE},
+                 {"javascript", RUN_LANG_NODE}, {"bash", RUN_LANG_BASH}, {"sh", RUN_LANG_BASH}};
+    for (size_t i = 0; i < sizeof langs / sizeof langs[0]; i++) {
+        if (strcmp(s, langs[i].name) == 0) {
+            *out = langs[i].lang;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_env(const char *s, struct run_options *o, err_t *err)
+{
+    const char *eq = strchr(s, '=');
+    if (!eq || eq == s)
+        return err_set(err, 0, "--env %s: expected NAME=VALUE", s);
+    for (const char *p = s; p < eq; p++)
+        if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+              (p > s && *p >= '0' && *p <= '9')))
+            return err_set(err, 0, "--env %s: invalid variable name", s);
+    if (o->n_env >= RUN_MAX_ITEMS)
+        return err_set(err, 0, "--env: at most %d variables", RUN_MAX_ITEMS);
+    o->env[o->n_env] = strdup(s);
+    if (!o->env[o->n_env])
+        return err_set(err, ENOMEM, "--env");
+    o->n_env++;
+    return 0;
+}
+
+/* Resolves "a/../b" style components away and refuses to climb above "/". */
+static int normalize_sandbox_path(const char *in, char *out, size_t size)
+{
+    char buf[4096];
+    if (in[0] == '/')
+        snprintf(buf, sizeof buf, "%s", in);
+    else
+        snprintf(buf, sizeof buf, "%s/%s", JAIL_USER_HOME, in);
+    size_t len = 0;
+    char *save = NULL;
+    out[0] = '\0';
+    for (char *part = strtok_r(buf, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+        if (strcmp(part, ".") == 0)
+            continue;
+        if (strcmp(part, "..") == 0) {
+            char *slash = strrchr(out, '/');
+            if (!slash)
+                return -1;
+            *slash = '\0';
+            len = (size_t)(slash - out);
+            continue;
+        }
+        size_t plen = strlen(part);
+        if (len + 1 + plen + 1 > size)
+            return -1;
+        out[len++] = '/';
+        memcpy(out + len, part, plen + 1);
+        len += plen;
+    }
+    return len == 0 ? -1 : 0; /* "/" itself is not a file */
+}
+
+static int parse_file(const char *s, struct run_options *o, err_t *err)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || colon[1] == '\0')
+        return err_set(err, 0, "--file %s: expected HOST:SANDBOX", s);
+    if (o->n_files >= RUN_MAX_ITEMS)
+        return err_set(err, 0, "--file: at most %d files", RUN_MAX_ITEMS);
+    char dest[4096];
+    if (normalize_sandbox_path(colon + 1, dest, sizeof dest) < 0)
+        return err_set(err, 0, "--file %s: bad sandbox path", s);
+    struct run_file *f = &o->files[o->n_files];
+    f->host_path = strndup(s, (size_t)(colon - s));
+    f->sandbox_path = strdup(dest);
+    if (!f->host_path || !f->sandbox_path) {
+        free(f->host_path);
+        free(f->sandbox_path);
+        return err_set(err, ENOMEM, "--file");
+    }
+    o->n_files++;
+    return 0;
+}
+
+static int parse_value(int opt, const char *arg, struct run_options *o, err_t *err)
+{
+    switch (opt) {
+    case OPT_TIMEOUT:
+        if (parse_duration_ms(arg, &o->timeout_ms) < 0 || o->timeout_ms == 0)
+            return err_set(err, 0, "--timeout %s: expected a positive duration", arg);
+        return 0;
+    case OPT_CPU_TIME:
+        if (parse_duration_ms(arg, &o->cpu_time_ms) < 0 || o->cpu_time_ms == 0)
+            return err_set(err, 0, "--cpu-time %s: expected a positive duration", arg);
+        return 0;
+    case OPT_MEMORY:
+        if (parse_size(arg, &o->memory_bytes) < 0 || o->memory_bytes < (4ull << 20))
+            return err_set(err, 0, "--memory %s: expected a size of at least 4M", arg);
+        return 0;
+    case OPT_PIDS:
+        if (parse_count(arg, 1, 1u << 22, &o->pids) < 0)
+            return err_set(err, 0, "--pids %s: expected a count from 1", arg);
+        return 0;
+    case OPT_DISK:
+        if (parse_size(arg, &o->disk_bytes) < 0 || o->disk_bytes < (1ull << 20))
+            return err_set(err, 0, "--disk %s: expected a size of at least 1M", arg);
+        return 0;
+    case OPT_OUTPUT_LIMIT:
+        if (parse_size(arg, &o->output_limit) < 0 || o->output_limit > (1ull << 30))
+            return err_set(err, 0, "--output-limit %s: expected a size up to 1G", arg);
+        return 0;
+    case OPT_NOFILE:
+        if (parse_count(arg, 8, 1u << 20, &o->nofile) < 0)
+            return err_set(err, 0, "--nofile %s: expected a count from 8 to 1048576", arg);
+        return 0;
+    case OPT_ARTIFACTS_LIMIT:
+        if (parse_size(arg, &o->artifacts_limit) < 0)
+            return err_set(err, 0, "--artifacts-limit %s: expected a size", arg);
+        return 0;
+    case OPT_LANG:
+        if (parse_lang(arg, &o->lang) < 0)
+            return err_set(err, 0, "--lang %s: expected python, node or bash", arg);
+        return 0;
+    case OPT_SECCOMP:
+        if (seccomp_profile_parse(arg, &o->seccomp) < 0)
+            return err_set(err, 0, "--seccomp %s: expected default or strict", arg);
+        return 0;
+    case OPT_ENV:
+        return parse_env(arg, o, err);
+    case OPT_FILE:
+        return parse_file(arg, o, err);
+    case OPT_CODE:
+        o->code = arg;
+        return 0;
+    case OPT_CODE_FILE:
+        o->code_file = arg;
+        return 0;
+    case OPT_ARTIFACTS:
+        o->artifacts_dir = arg;
+        return 0;
+    case OPT_CWD:
+        if (arg[0] != '/')
+            return err_set(err, 0, "--cwd %s: must be an absolute sandbox path", arg);
+        o->cwd = arg;
+        return 0;
+    case OPT_JSON:
+        o->json = true;
+        return 0;
+    case OPT_ROOT:
+        o->as_root = true;
+        return 0;
+    case OPT_HELP:
+        o->help = true;
+        return 0;
+    default:
+        return err_set(err, 0, "unknown option (see hutch run --help)");
+    }
+}
+
+int run_options_parse(int argc, char **argv, struct run_options *o, err_t *err)
+{
+    memset(o, 0, sizeof *o);
+    o->timeout_ms = RUN_DEFAULT_TIMEOUT_MS;
+    o->cpu_time_ms = RUN_DEFAULT_CPU_TIME_MS;
+    o->memory_bytes = RUN_DEFAULT_MEMORY;
+    o->pids = RUN_DEFAULT_PIDS;
+    o->disk_bytes = RUN_DEFAULT_DISK;
+    o->output_limit = RUN_DEFAULT_OUTPUT_LIMIT;
+    o->nofile = RUN_DEFAULT_NOFILE;
+    o->artifacts_limit = RUN_DEFAULT_ARTIFACTS_LIMIT;
+    o->seccomp = SECCOMP_PROFILE_DEFAULT;
+    optind = 1;
+    opterr = 0;
+    int opt;
+    /* "+": stop at the first non-option, so the command's own flags are never ours. */
+    while ((opt = getopt_long(argc, argv, "+", long_options, NULL)) != -1) {
+        if (opt == '?') {
+            err_set(err, 0, "unknown option or missing value: %s (see hutch run --help)",
+                    argv[optind - 1]);
+            goto fail;
+        }
+        if (parse_value(opt, optarg, o, err) < 0)
+            goto fail;
+    }
+    o->argv = argv + optind;
+    o->argc = argc - optind;
+    if (o->help)
+        return 0;
+    if (o->lang == RUN_LANG_NONE) {
+        if (o->code || o->code_file) {
+            err_set(err, 0, "--code and --code-file need --lang");
+            goto fail;
+        }
+        if (o->argc == 0) {
+            err_set(err, 0, "no command given (hutch run [OPTIONS] -- COMMAND [ARGS...])");
+            goto fail;
+        }
+    } else if (o->code && o->code_file) {
+        err_set(err, 0, "--code and --code-file are mutually exclusive");
+        goto fail;
+    }
+    return 0;
+fail:
+    run_options_free(o);
+    return -1;
+}
+
+void run_options_free(struct run_options *o)
+{
+    for (size_t i = 0; i < o->n_env; i++)
+        free(o->env[i]);
+    for (size_t i = 0; i < o->n_files; i++) {
+        free(o->files[i].host_path);
+        free(o->files[i].sandbox_path);
+    }
+    o->n_env = o->n_files = 0;
+}

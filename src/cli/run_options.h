@@ -1,0 +1,49 @@
+/* `hutch run` options: parsed into a struct, validated, with the defaults `--help` prints.
+ * Pure: no side effects beyond allocation, so it is unit-tested directly. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "jail/seccomp.h"
+#include "util/err.h"
+
+#define RUN_DEFAULT_TIMEOUT_MS      60000
+#define RUN_DEFAULT_CPU_TIME_MS     30000
+#define RUN_DEFAULT_MEMORY          (512ull << 20)
+#define RUN_DEFAULT_PIDS            256
+#define RUN_DEFAULT_DISK            (256ull << 20)
+#define RUN_DEFAULT_OUTPUT_LIMIT    (4ull << 20)
+#define RUN_DEFAULT_NOFILE          1024
+#define RUN_DEFAULT_ARTIFACTS_LIMIT (64ull << 20)
+#define RUN_MAX_ITEMS               256 /* --env and --file, each */
+
+enum run_lang { RUN_LANG_NONE, RUN_LANG_PYTHON, RUN_LANG_NODE, RUN_LANG_BASH };
+
+struct run_file {
+    char *host_path;
+    char *sandbox_path; /* absolute */
+};
+
+struct run_options {
+    uint64_t timeout_ms, cpu_time_ms, memory_bytes, pids, disk_bytes, output_limit, nofile;
+    uint64_t artifacts_limit;
+    enum run_lang lang;
+    const char *code;      /* --code TEXT */
+    const char *code_file; /* --code-file PATH ("-" = stdin) */
+    const char *artifacts_dir;
+    const char *cwd;
+    enum seccomp_profile seccomp;
+    bool json, as_root, help;
+    char *env[RUN_MAX_ITEMS]; /* "K=V" as given */
+    size_t n_env;
+    struct run_file files[RUN_MAX_ITEMS];
+    size_t n_files;
+    char **argv; /* after "--" (command, or extra arguments for --lang) */
+    int argc;
+};
+
+/* Parses argv (argv[0] = "run"). Returns 0, or -1 with a message for the user in err. */
+int run_options_parse(int argc, char **argv, struct run_options *out, err_t *err);
+void run_options_free(struct run_options *opts);
+void run_options_usage(FILE *out);
+const char *run_lang_name(enum run_lang lang);

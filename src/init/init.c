@@ -1,0 +1,54 @@
+#include "init/init.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jail/control.h"
+#include "jail/privs.h"
+
+/* Closes every fd but keep: init must not hold the payload's pipes (the supervisor waits for
+ * their EOF) nor anything of the host's. */
+static void close_all_but(int keep)
+{
+    if (keep > 0)
+        close_range(0, (unsigned)keep - 1, 0);
+    close_range((unsigned)keep + 1, ~0U, 0);
+}
+
+void init_main(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog,
+               int output_fd)
+{
+    pid_t payload = fork();
+    if (payload < 0)
+        control_die(ctl, errno, "fork payload");
+    if (payload == 0) {
+        if (output_fd >= 0)
+            close(output_fd);
+        jail_exec_payload(spec, ctl, prog);
+    }
+    struct control_msg ready = {.type = CONTROL_READY, .code = payload};
+    if (control_send(ctl, &ready, output_fd) < 0)
+        _exit(1);
+    close_all_but(ctl);
+    /* Init keeps sandbox uid 0 but no capability, and the same filter as the payload. */
+    if (privs_drop(0, spec->die_with_parent) < 0 || seccomp_install(prog) < 0)
+        control_die(ctl, errno, "drop init's privileges");
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0 && errno == EINTR)
+            continue;
+        if (pid < 0)
+            _exit(1); /* no children left: cannot happen before the payload is reaped */
+        if (pid != payload)
+            continue; /* an orphan re-parented to us: reaped, nothing to report */
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        control_send_simple(ctl, CONTROL_EXIT, code, sig, NULL);
+        /* Init's exit kills every process left in the namespace (daemons the payload left). */
+        _exit(0);
+    }
+}

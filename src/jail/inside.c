@@ -1,0 +1,144 @@
+/* The setup sequence from inside the new namespaces, in the order bubblewrap, crun and nsjail
+ * converge on (DESIGN.md, "Isolation: the setup sequence"). Every step that fails dies over the
+ * control channel, so the parent reports the reason instead of guessing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "init/init.h"
+#include "jail/control.h"
+#include "jail/jail.h"
+#include "jail/landlock.h"
+#include "jail/privs.h"
+#include "jail/rootfs.h"
+#include "jail/userns.h"
+
+static void wait_for_go(int ctl)
+{
+    struct control_msg msg;
+    int rc = control_recv(ctl, &msg, NULL);
+    /* EOF: the parent died or gave up before the maps were written; nothing to report to. */
+    if (rc <= 0 || msg.type != CONTROL_GO)
+        _exit(1);
+}
+
+/* The supervisor blocks and ignores signals of its own; none of that may leak into the sandbox,
+ * where a blocked or ignored SIGPIPE or SIGINT would survive execve. */
+static void reset_signals(void)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL); /* SIGKILL, SIGSTOP and the libc-reserved ones fail: fine */
+}
+
+void jail_child_main(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)
+{
+    reset_signals();
+    wait_for_go(ctl);
+    if (userns_become_root() < 0)
+        control_die(ctl, errno, "become root in the user namespace");
+    /* After the credential change above: a change of credentials clears the death signal. */
+    if (spec->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        control_die(ctl, errno, "PR_SET_PDEATHSIG");
+    /* Now, not at clone: only after the parent moved us into every cgroup does the namespace's
+     * root sit at our own cgroup, hiding the host's tree. */
+    if (unshare(CLONE_NEWCGROUP) < 0)
+        control_die(ctl, errno, "unshare cgroup namespace");
+    const char *hostname = spec->hostname ? spec->hostname : "hutch";
+    if (sethostname(hostname, strlen(hostname)) < 0)
+        control_die(ctl, errno, "sethostname");
+    if (netns_loopback_up() < 0)
+        control_die(ctl, errno, "bring up lo");
+    umask(022);
+    int output_fd = rootfs_enter(ctl, spec);
+    rootfs_copy_files(ctl, spec, spec->as_root ? 0 : JAIL_USER_UID);
+    if (privs_apply_rlimits(&spec->limits) < 0)
+        control_die(ctl, errno, "setrlimit");
+    if (setsid() < 0)
+        control_die(ctl, errno, "setsid");
+    init_main(spec, ctl, prog, output_fd);
+}
+
+/* Looks file up in the PATH of the payload's own environment (execvpe would use ours). */
+static void exec_in_path(const char *file, char *const argv[], char *const envp[])
+{
+    if (strchr(file, '/')) {
+        execve(file, argv, envp);
+        return;
+    }
+    const char *path = "/usr/local/bin:/usr/bin:/bin";
+    for (char *const *e = envp; *e; e++)
+        if (strncmp(*e, "PATH=", 5) == 0)
+            path = *e + 5;
+    int best = ENOENT;
+    char buf[PATH_MAX];
+    for (const char *p = path;; p++) {
+        const char *end = strchrnul(p, ':');
+        size_t dlen = (size_t)(end - p);
+        size_t flen = strlen(file);
+        if (dlen + flen + 2 <= sizeof buf) {
+            memcpy(buf, dlen ? p : ".", dlen ? dlen : 1);
+            size_t at = dlen ? dlen : 1;
+            buf[at] = '/';
+            memcpy(buf + at + 1, file, flen + 1);
+            execve(buf, argv, envp);
+            if (errno != ENOENT && errno != ENOTDIR)
+                best = errno;
+        }
+        if (*end == '\0')
+            break;
+        p = end;
+    }
+    errno = best;
+}
+
+/* Moves the three stdio sources to 0, 1, 2 without clobbering one with another. */
+static int install_stdio(const struct jail_spec *spec)
+{
+    int src[3] = {spec->stdin_fd, spec->stdout_fd, spec->stderr_fd};
+    int tmp[3];
+    for (int i = 0; i < 3; i++) {
+        tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
+        if (tmp[i] < 0)
+            return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (dup2(tmp[i], i) < 0)
+            return -1;
+        close(tmp[i]);
+    }
+    return 0;
+}
+
+void jail_exec_payload(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)
+{
+    if (install_stdio(spec) < 0)
+        control_die(ctl, errno, "set up stdio");
+    /* Every other inherited fd closes at exec; ctl stays open until then to report failure. */
+    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        control_die(ctl, errno, "close_range");
+    uid_t uid = spec->as_root ? 0 : JAIL_USER_UID;
+    const char *cwd = spec->cwd ? spec->cwd : (spec->as_root ? "/root" : JAIL_USER_HOME);
+    if (privs_drop(uid, spec->die_with_parent) < 0)
+        control_die(ctl, errno, "drop privileges");
+    if (chdir(cwd) < 0)
+        control_die(ctl, errno, "chdir %s", cwd);
+    if (landlock_restrict() < 0)
+        control_die(ctl, errno, "landlock");
+    /* Last: from here on the filter applies to us, and it forbids much of the above. */
+    if (seccomp_install(prog) < 0)
+        control_die(ctl, errno, "install seccomp filter");
+    exec_in_path(spec->argv[0], (char *const *)spec->argv, (char *const *)spec->envp);
+    int e = errno;
+    control_send_simple(ctl, CONTROL_EXEC_ERROR, e, 0, spec->argv[0]);
+    _exit(127);
+}

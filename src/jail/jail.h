@@ -1,0 +1,97 @@
+/* The isolation core: a sandbox description in, a running sandbox out.
+ *
+ *   struct jail_spec  what to build (layers, files, limits, network mode, uid range, user, argv)
+ *   jail_start()      builds it: cgroup, clone3 into fresh namespaces, maps, rootfs, drops, exec
+ *   struct jail       what is running: init's pid and pidfd, the control channel, the cgroup
+ *   jail_destroy()    kills and removes everything the sandbox owned
+ *
+ * Inside, pid 1 is hutch init (src/init/): it forks the payload, reaps, and reports the payload's
+ * fate over the control channel (messages in src/init/init_msg.h). `hutch run` is the first
+ * client; the daemon uses the same calls. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "jail/cgroup.h"
+#include "jail/seccomp.h"
+#include "util/err.h"
+
+#define JAIL_USER_UID   1000
+#define JAIL_USER_NAME  "user"
+#define JAIL_USER_HOME  "/home/user"
+#define JAIL_OUTPUT_DIR "/output"
+#define JAIL_UID_COUNT  65536u /* ids 0..65535 inside, each sandbox its own host range */
+
+enum jail_net_mode {
+    JAIL_NET_NONE, /* new network namespace with loopback only */
+};
+
+struct jail_limits {
+    uint64_t memory_bytes; /* cgroup memory limit, swap excluded; 0 = none */
+    uint64_t pids;         /* cgroup pids.max; 0 = none */
+    uint64_t disk_bytes;   /* size of the writable layer (tmpfs); must be > 0 */
+    uint64_t cpu_time_ms;  /* RLIMIT_CPU backstop (the supervisor enforces the exact limit) */
+    uint64_t nofile;       /* RLIMIT_NOFILE; 0 = inherit */
+    uint64_t fsize_bytes;  /* RLIMIT_FSIZE; 0 = none */
+};
+
+/* A file copied into the sandbox before the payload starts: the parent opened it (as the host
+ * user), the child copies its bytes to sandbox_path, owned by the sandbox user. */
+struct jail_file {
+    int host_fd;
+    const char *sandbox_path; /* absolute */
+    mode_t mode;
+};
+
+struct jail_spec {
+    const char *name;         /* unique; names the cgroup ("run-PID-N") */
+    const char *template_dir; /* read-only lower layer: a prepared rootfs (see template.h) */
+    const char *usr_dir;      /* read-only lower of /usr, normally the host's "/usr" */
+    const char *stage_dir;    /* empty host directory; the writable layer is mounted on it, in the
+                                 sandbox's own mount namespace only */
+    struct jail_limits limits;
+    enum jail_net_mode net;
+    uid_t host_uid_base; /* inside 0..JAIL_UID_COUNT-1 map to host_uid_base.. */
+    bool as_root;        /* run the payload as sandbox root (no capabilities) instead of user */
+    enum seccomp_profile seccomp;
+    const char *hostname;
+    const char *const *argv; /* argv[0] is looked up in the sandbox's PATH */
+    const char *const *envp;
+    const char *cwd; /* NULL = the user's home */
+    int stdin_fd, stdout_fd, stderr_fd; /* host fds given to the payload as 0, 1, 2 */
+    const struct jail_file *files;
+    size_t n_files;
+    bool output_dir; /* create JAIL_OUTPUT_DIR and hand its fd to the parent */
+    /* One-shot runs: the sandbox dies with its supervisor (PR_SET_PDEATHSIG on init), and a
+     * keeper process removes the cgroup if the supervisor is killed before it could. */
+    bool die_with_parent;
+    int keep_fd; /* held open by the keeper until cleanup is done (the uid range lock); or -1 */
+};
+
+struct jail {
+    char name[80];
+    pid_t pid;        /* host pid of the sandbox's init */
+    int pidfd;        /* pidfd of init: readable when init has exited */
+    int control_fd;   /* SOCK_SEQPACKET to init (src/init/init_msg.h) */
+    int output_dirfd; /* the sandbox's /output, readable after it dies; -1 if not asked */
+    struct cgroup *cgroup;
+    uint64_t start_ns;  /* CLOCK_MONOTONIC when the payload was forked (READY) */
+    pid_t keeper_pid;   /* the cleanup keeper, or 0 */
+    int keeper_fd;      /* write end of its pipe: a byte means "done", EOF means "clean up" */
+};
+
+/* In the freshly cloned child: the setup sequence from inside, then init. Never returns. */
+_Noreturn void jail_child_main(const struct jail_spec *spec, int ctl,
+                               const struct seccomp_program *prog);
+/* In the payload process forked by init: stdio, cwd, drops, Landlock, seccomp, execve. Reports
+ * an exec failure over ctl and exits 127. Never returns. */
+_Noreturn void jail_exec_payload(const struct jail_spec *spec, int ctl,
+                                 const struct seccomp_program *prog);
+uint64_t jail_now_ns(void);
+
+/* Builds and starts the sandbox. On failure nothing is left behind and err says why. A failure
+ * inside the child during setup (mount, pivot, exec setup) is reported through err too. */
+int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err);
+/* Kills everything in the sandbox and removes its cgroup; closes fds; reaps init. Idempotent. */
+int jail_destroy(struct jail *jail, err_t *err);

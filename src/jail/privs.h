@@ -1,0 +1,14 @@
+/* The last steps before exec, from inside: rlimits, dropping every capability and becoming the
+ * sandbox user, no_new_privs. All of these return -1 with errno and allocate nothing. */
+#pragma once
+#include <stdbool.h>
+#include <sys/types.h>
+#include "jail/jail.h"
+
+int privs_apply_rlimits(const struct jail_limits *limits);
+/* Empties the bounding, ambient, inheritable, permitted and effective sets, locks securebits so
+ * uid 0 gains nothing at exec, switches to uid (0 or JAIL_USER_UID), re-arms PR_SET_PDEATHSIG
+ * when die_with_parent (credential changes clear it), and sets no_new_privs. */
+int privs_drop(uid_t uid, bool die_with_parent);
+/* Brings up lo in the current network namespace. */
+int netns_loopback_up(void);

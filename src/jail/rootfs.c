@@ -1,0 +1,211 @@
+#include "jail/rootfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "jail/control.h"
+
+/* Directories that must exist in the writable layer before the overlay is mounted: overlay
+ * cannot copy up a lower directory owned by an unmapped host uid (EOVERFLOW), so every place the
+ * sandbox may write is created here, with its owner. */
+struct upper_dir {
+    const char *path;
+    mode_t mode;
+    int owner; /* 0 = sandbox root, 1 = sandbox user */
+};
+static const struct upper_dir upper_dirs[] = {
+    {"upper/tmp", 01777, 0},     {"upper/var", 0755, 0},        {"upper/var/tmp", 01777, 0},
+    {"upper/run", 0755, 0},      {"upper/root", 0700, 0},       {"upper/home", 0755, 0},
+    {"upper/home/user", 0755, 1}, {"upper/output", 0755, 1},
+};
+
+static void make_dir(int ctl, int dirfd, const char *path, mode_t mode, uid_t uid)
+{
+    if (mkdirat(dirfd, path, mode) < 0 && errno != EEXIST)
+        control_die(ctl, errno, "mkdir %s", path);
+    /* mkdir honours the umask and drops the sticky bit on some filesystems: set it exactly. */
+    if (fchmodat(dirfd, path, mode, 0) < 0)
+        control_die(ctl, errno, "chmod %s", path);
+    if (uid != 0 && fchownat(dirfd, path, uid, uid, AT_SYMLINK_NOFOLLOW) < 0)
+        control_die(ctl, errno, "chown %s", path);
+}
+
+static void mount_or_die(int ctl, const char *src, const char *target, const char *type,
+                         unsigned long flags, const char *data)
+{
+    if (mount(src, target, type, flags, data) < 0)
+        control_die(ctl, errno, "mount %s on %s (%s)", src ? src : "none", target,
+                    type ? type : "bind");
+}
+
+static void mount_overlay(int ctl, const char *lower, const char *stage, const char *upper,
+                          const char *work, const char *target)
+{
+    char opts[3 * PATH_MAX];
+    /* userxattr: overlay in a user namespace keeps its metadata in user.* xattrs. */
+    int n = snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s/%s,workdir=%s/%s,userxattr",
+                     lower, stage, upper, stage, work);
+    if (n < 0 || (size_t)n >= sizeof opts)
+        control_die(ctl, ENAMETOOLONG, "overlay options for %s", target);
+    mount_or_die(ctl, "overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts);
+}
+
+static void setup_dev(int ctl, const char *root)
+{
+    char dev[PATH_MAX], path[PATH_MAX];
+    snprintf(dev, sizeof dev, "%s/dev", root);
+    mount_or_die(ctl, "tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=65536k");
+    /* No mknod in a user namespace: bind the host's harmless character devices onto files. */
+    static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dev, devices[i]);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0)
+            control_die(ctl, errno, "create %s", path);
+        close(fd);
+        char host[64];
+        snprintf(host, sizeof host, "/dev/%s", devices[i]);
+        mount_or_die(ctl, host, path, NULL, MS_BIND, NULL);
+    }
+    snprintf(path, sizeof path, "%s/pts", dev);
+    if (mkdir(path, 0755) < 0)
+        control_die(ctl, errno, "mkdir %s", path);
+    /* A private devpts instance: the sandbox sees only its own ptys, never the host's. */
+    mount_or_die(ctl, "devpts", path, "devpts", MS_NOSUID | MS_NOEXEC,
+                 "newinstance,ptmxmode=0666,mode=0620");
+    snprintf(path, sizeof path, "%s/shm", dev);
+    if (mkdir(path, 01777) < 0 || chmod(path, 01777) < 0)
+        control_die(ctl, errno, "mkdir %s", path);
+    static const char *const links[][2] = {
+        {"pts/ptmx", "ptmx"},           {"/proc/self/fd", "fd"},
+        {"/proc/self/fd/0", "stdin"},   {"/proc/self/fd/1", "stdout"},
+        {"/proc/self/fd/2", "stderr"},
+    };
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dev, links[i][1]);
+        if (symlink(links[i][0], path) < 0)
+            control_die(ctl, errno, "symlink %s", path);
+    }
+}
+
+static void setup_proc(int ctl, const char *root)
+{
+    char proc[PATH_MAX], path[PATH_MAX];
+    snprintf(proc, sizeof proc, "%s/proc", root);
+    /* Mounted by pid 1 of the new pid namespace, so it shows only the sandbox's processes. */
+    mount_or_die(ctl, "proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    /* Kernel knobs stay readable but not writable, even for sandbox root. */
+    static const char *const read_only[] = {"sys", "sysrq-trigger", "irq", "bus"};
+    for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", proc, read_only[i]);
+        if (access(path, F_OK) < 0)
+            continue;
+        mount_or_die(ctl, path, path, NULL, MS_BIND | MS_REC, NULL);
+        mount_or_die(ctl, NULL, path, NULL,
+                     MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    }
+}
+
+static void pivot_into(int ctl, const char *root)
+{
+    if (chdir(root) < 0)
+        control_die(ctl, errno, "chdir %s", root);
+    /* pivot_root(".", "."): the old root ends up stacked under the new one, then is detached.
+     * The stage tmpfs goes with it, but the overlays keep their upper layers referenced. */
+    if (syscall(SYS_pivot_root, ".", ".") < 0)
+        control_die(ctl, errno, "pivot_root %s", root);
+    if (umount2(".", MNT_DETACH) < 0)
+        control_die(ctl, errno, "detach old root");
+    if (chdir("/") < 0)
+        control_die(ctl, errno, "chdir /");
+}
+
+int rootfs_enter(int ctl, const struct jail_spec *spec)
+{
+    /* First mount call: nothing we do from here on may propagate back to the host. */
+    mount_or_die(ctl, NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+
+    char opts[128];
+    snprintf(opts, sizeof opts, "mode=0755,size=%llu", (unsigned long long)spec->limits.disk_bytes);
+    mount_or_die(ctl, "tmpfs", spec->stage_dir, "tmpfs", MS_NOSUID | MS_NODEV, opts);
+    int stage = open(spec->stage_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (stage < 0)
+        control_die(ctl, errno, "open %s", spec->stage_dir);
+    static const char *const stage_dirs[] = {"upper", "work", "usr-upper", "usr-work", "root"};
+    for (size_t i = 0; i < sizeof stage_dirs / sizeof stage_dirs[0]; i++)
+        make_dir(ctl, stage, stage_dirs[i], 0755, 0);
+    for (size_t i = 0; i < sizeof upper_dirs / sizeof upper_dirs[0]; i++)
+        make_dir(ctl, stage, upper_dirs[i].path, upper_dirs[i].mode,
+                 upper_dirs[i].owner ? JAIL_USER_UID : 0);
+    close(stage);
+
+    char root[PATH_MAX], usr[PATH_MAX];
+    snprintf(root, sizeof root, "%s/root", spec->stage_dir);
+    snprintf(usr, sizeof usr, "%s/usr", root);
+    mount_overlay(ctl, spec->template_dir, spec->stage_dir, "upper", "work", root);
+    mount_overlay(ctl, spec->usr_dir, spec->stage_dir, "usr-upper", "usr-work", usr);
+    setup_dev(ctl, root);
+    setup_proc(ctl, root);
+
+    int output = -1;
+    if (spec->output_dir) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s%s", root, JAIL_OUTPUT_DIR);
+        output = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (output < 0)
+            control_die(ctl, errno, "open %s", path);
+    }
+    pivot_into(ctl, root);
+    return output;
+}
+
+/* Creates the parents of an absolute sandbox path, root-owned, like `mkdir -p`. */
+static void make_parents(int ctl, const char *path)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            control_die(ctl, errno, "mkdir %s", buf);
+        *p = '/';
+    }
+}
+
+void rootfs_copy_files(int ctl, const struct jail_spec *spec, uid_t uid)
+{
+    for (size_t i = 0; i < spec->n_files; i++) {
+        const struct jail_file *f = &spec->files[i];
+        make_parents(ctl, f->sandbox_path);
+        /* Nothing of the sandbox's has run yet, so the tree holds only what the template put
+         * there; O_NOFOLLOW still refuses a symlink as the final component. */
+        int out = open(f->sandbox_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                       f->mode & 07777);
+        if (out < 0)
+            control_die(ctl, errno, "create %s", f->sandbox_path);
+        if (lseek(f->host_fd, 0, SEEK_SET) < 0 && errno != ESPIPE)
+            control_die(ctl, errno, "rewind source of %s", f->sandbox_path);
+        for (;;) {
+            ssize_t n = sendfile(out, f->host_fd, NULL, 1 << 20);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                control_die(ctl, errno, "copy into %s", f->sandbox_path);
+            if (n == 0)
+                break;
+        }
+        if (fchown(out, uid, uid) < 0 || fchmod(out, f->mode & 07777) < 0)
+            control_die(ctl, errno, "set owner of %s", f->sandbox_path);
+        close(out);
+    }
+}

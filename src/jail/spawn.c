@@ -1,0 +1,269 @@
+/* The parent side of starting a sandbox: cgroup first, then clone3 into fresh namespaces, the id
+ * maps, the go signal, and the wait for init's READY. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jail/control.h"
+#include "jail/jail.h"
+#include "jail/userns.h"
+#include "util/cleanup.h"
+
+#define SETUP_TIMEOUT_MS 30000
+
+uint64_t jail_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Compiled once per process and profile: compiling costs far more than a sandbox start. */
+static const struct seccomp_program *seccomp_cached(enum seccomp_profile profile, err_t *err)
+{
+    static struct seccomp_program cache[2];
+    if ((unsigned)profile >= sizeof cache / sizeof cache[0]) {
+        err_set(err, EINVAL, "unknown seccomp profile %d", (int)profile);
+        return NULL;
+    }
+    if (!cache[profile].filter && seccomp_compile(profile, &cache[profile], err) < 0)
+        return NULL;
+    return &cache[profile];
+}
+
+static int validate_spec(const struct jail_spec *spec, err_t *err)
+{
+    if (!spec->name || !spec->template_dir || !spec->usr_dir || !spec->stage_dir)
+        return err_set(err, EINVAL, "sandbox spec: name and layer directories are required");
+    if (!spec->argv || !spec->argv[0] || !spec->argv[0][0])
+        return err_set(err, EINVAL, "sandbox spec: no command");
+    if (!spec->envp)
+        return err_set(err, EINVAL, "sandbox spec: no environment");
+    if (spec->limits.disk_bytes == 0)
+        return err_set(err, EINVAL, "sandbox spec: the writable layer needs a size");
+    if (spec->host_uid_base == 0 || spec->host_uid_base < USERNS_HOST_BASE)
+        return err_set(err, EINVAL, "sandbox spec: host uid range %u would include host users",
+                       (unsigned)spec->host_uid_base);
+    for (size_t i = 0; i < spec->n_files; i++)
+        if (!spec->files[i].sandbox_path || spec->files[i].sandbox_path[0] != '/')
+            return err_set(err, EINVAL, "sandbox spec: file destination must be absolute");
+    return 0;
+}
+
+/* Closes every fd except a and b (either may be -1). */
+static void close_all_except(int a, int b)
+{
+    int lo = a < b ? a : b, hi = a < b ? b : a;
+    if (lo < 0) {
+        lo = hi;
+        hi = -1;
+    }
+    unsigned from = 0;
+    int keep[2] = {lo, hi};
+    for (int i = 0; i < 2; i++) {
+        if (keep[i] < 0)
+            continue;
+        if ((unsigned)keep[i] > from)
+            close_range(from, (unsigned)keep[i] - 1, 0);
+        from = (unsigned)keep[i] + 1;
+    }
+    close_range(from, ~0U, 0);
+}
+
+/* The keeper outlives a supervisor killed with SIGKILL and removes the cgroup it left behind;
+ * holding keep_fd (the uid range lock) until then keeps the range from being reused early. */
+static int keeper_start(struct jail *jail, struct cgroup *cg, int keep_fd, err_t *err)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return err_set(err, errno, "keeper pipe");
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return err_set(err, errno, "fork keeper");
+    }
+    if (pid == 0) {
+        close_all_except(fds[0], keep_fd);
+        /* Out of the supervisor's session and deaf to its signals: Ctrl-C or a group kill
+         * aimed at the supervisor must not take the keeper before it has cleaned up. */
+        setsid();
+        signal(SIGINT, SIG_IGN);
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        signal(SIGPIPE, SIG_IGN);
+        char byte;
+        ssize_t n;
+        do {
+            n = read(fds[0], &byte, 1);
+        } while (n < 0 && errno == EINTR);
+        if (n != 1) {
+            err_t ignored;
+            cgroup_destroy(cg, &ignored);
+        }
+        _exit(0);
+    }
+    close(fds[0]);
+    jail->keeper_pid = pid;
+    jail->keeper_fd = fds[1];
+    return 0;
+}
+
+static void keeper_finish(struct jail *jail, bool cleaned_up)
+{
+    if (jail->keeper_fd >= 0) {
+        if (cleaned_up) {
+            char byte = 'd';
+            (void)!write(jail->keeper_fd, &byte, 1);
+        }
+        close(jail->keeper_fd);
+        jail->keeper_fd = -1;
+    }
+    if (jail->keeper_pid > 0) {
+        while (waitpid(jail->keeper_pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        jail->keeper_pid = 0;
+    }
+}
+
+static pid_t clone_into_namespaces(struct jail *jail, int *pidfd)
+{
+    struct clone_args args;
+    memset(&args, 0, sizeof args);
+    args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                 CLONE_NEWUTS | CLONE_PIDFD;
+    args.pidfd = (uint64_t)(uintptr_t)pidfd;
+    args.exit_signal = SIGCHLD;
+    int cgfd = cgroup_clone_into_fd(jail->cgroup);
+    if (cgfd >= 0) {
+        /* Born inside its cgroup: charged and countable from its first instruction. */
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = (uint64_t)cgfd;
+    }
+    return (pid_t)syscall(SYS_clone3, &args, sizeof args);
+}
+
+/* Waits for init's READY. Returns 0, or -1 with err filled from the child's own report. */
+static int wait_ready(struct jail *jail, err_t *err)
+{
+    struct pollfd pfd = {.fd = jail->control_fd, .events = POLLIN};
+    int rc;
+    do {
+        rc = poll(&pfd, 1, SETUP_TIMEOUT_MS);
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0)
+        return err_set(err, ETIMEDOUT, "sandbox setup took over %d ms", SETUP_TIMEOUT_MS);
+    struct control_msg msg;
+    int fd = -1;
+    rc = control_recv(jail->control_fd, &msg, &fd);
+    if (rc < 0)
+        return err_set(err, errno, "sandbox setup: control channel");
+    if (rc == 0)
+        return err_set(err, EPIPE, "sandbox init died during setup");
+    if (msg.type == CONTROL_SETUP_ERROR) {
+        if (fd >= 0)
+            close(fd);
+        err_set(err, 0, "sandbox setup: %s", msg.text);
+        err->errnum = msg.code > 0 ? msg.code : EIO;
+        return -1;
+    }
+    if (msg.type != CONTROL_READY) {
+        if (fd >= 0)
+            close(fd);
+        return err_set(err, EBADMSG, "sandbox setup: unexpected message %u", msg.type);
+    }
+    jail->output_dirfd = fd;
+    jail->start_ns = jail_now_ns();
+    return 0;
+}
+
+static void jail_init_empty(struct jail *jail, const char *name)
+{
+    memset(jail, 0, sizeof *jail);
+    snprintf(jail->name, sizeof jail->name, "%s", name);
+    jail->pidfd = jail->control_fd = jail->output_dirfd = jail->keeper_fd = -1;
+}
+
+int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
+{
+    jail_init_empty(out, spec->name ? spec->name : "");
+    if (validate_spec(spec, err) < 0)
+        return -1;
+    const struct seccomp_program *prog = seccomp_cached(spec->seccomp, err);
+    if (!prog)
+        return -1;
+    struct cgroup_limits cg_limits = {.memory_bytes = spec->limits.memory_bytes,
+                                      .pids = spec->limits.pids};
+    if (cgroup_create(spec->name, &cg_limits, &out->cgroup, err) < 0)
+        return -1;
+    if (spec->die_with_parent && keeper_start(out, out->cgroup, spec->keep_fd, err) < 0)
+        goto fail;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        err_set(err, errno, "control socketpair");
+        goto fail;
+    }
+    out->control_fd = sv[0];
+    pid_t pid = clone_into_namespaces(out, &out->pidfd);
+    if (pid < 0) {
+        err_set(err, errno, "clone3 into new namespaces");
+        close(sv[1]);
+        goto fail;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        if (out->keeper_fd >= 0)
+            close(out->keeper_fd); /* or the keeper would never see the supervisor die */
+        jail_child_main(spec, sv[1], prog);
+    }
+    close(sv[1]);
+    out->pid = pid;
+    if (userns_write_maps(pid, spec->host_uid_base, JAIL_UID_COUNT, err) < 0 ||
+        cgroup_attach(out->cgroup, pid, err) < 0)
+        goto fail;
+    if (control_send_simple(out->control_fd, CONTROL_GO, 0, 0, NULL) < 0) {
+        err_set(err, errno, "send go to sandbox init");
+        goto fail;
+    }
+    if (wait_ready(out, err) < 0)
+        goto fail;
+    return 0;
+fail:;
+    err_t ignored;
+    jail_destroy(out, &ignored);
+    return -1;
+}
+
+int jail_destroy(struct jail *jail, err_t *err)
+{
+    int rc = 0;
+    if (jail->pid > 0) {
+        if (jail->pidfd >= 0)
+            syscall(SYS_pidfd_send_signal, jail->pidfd, SIGKILL, NULL, 0);
+        while (waitpid(jail->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        jail->pid = 0;
+    }
+    if (jail->cgroup) {
+        rc = cgroup_destroy(jail->cgroup, err);
+        jail->cgroup = NULL;
+    }
+    keeper_finish(jail, rc == 0);
+    int *fds[] = {&jail->pidfd, &jail->control_fd, &jail->output_dirfd};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+        *fds[i] = -1;
+    }
+    return rc;
+}
