@@ -35,6 +35,13 @@ run_one() {
     fi
 }
 
+# A private state and run directory for the whole run: templates, uid locks. World-traversable,
+# because the sandboxes' unprivileged uids must reach the template layer.
+test_tmp=$(mktemp -d /tmp/hutch-test.XXXXXX)
+chmod 755 "$test_tmp"
+export HUTCH_STATE_DIR=$test_tmp/state HUTCH_RUN_DIR=$test_tmp/run
+trap 'rm -rf "$test_tmp"' EXIT
+
 filter=${HUTCH_TEST_FILTER:-.}
 for t in build/tests/test_*; do
     [ -x "$t" ] || continue

@@ -60,18 +60,19 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
     return 0;
 }
 
-/* Closes every fd except a and b (either may be -1). */
-static void close_all_except(int a, int b)
+/* Closes every fd not in keep[0..n). */
+static void close_all_except(int *keep, size_t n)
 {
-    int lo = a < b ? a : b, hi = a < b ? b : a;
-    if (lo < 0) {
-        lo = hi;
-        hi = -1;
-    }
+    /* Insertion sort: n is a handful. */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
     unsigned from = 0;
-    int keep[2] = {lo, hi};
-    for (int i = 0; i < 2; i++) {
-        if (keep[i] < 0)
+    for (size_t i = 0; i < n; i++) {
+        if (keep[i] < 0 || (unsigned)keep[i] < from)
             continue;
         if ((unsigned)keep[i] > from)
             close_range(from, (unsigned)keep[i] - 1, 0);
@@ -94,7 +95,8 @@ static int keeper_start(struct jail *jail, struct cgroup *cg, int keep_fd, err_t
         return err_set(err, errno, "fork keeper");
     }
     if (pid == 0) {
-        close_all_except(fds[0], keep_fd);
+        int keep[16] = {fds[0], keep_fd};
+        close_all_except(keep, 2 + cgroup_held_fds(cg, keep + 2, 14));
         /* Out of the supervisor's session and deaf to its signals: Ctrl-C or a group kill
          * aimed at the supervisor must not take the keeper before it has cleaned up. */
         setsid();

@@ -1,0 +1,56 @@
+# Shared by the integration tests: TAP output and helpers to run sandboxes.
+# Each test script: `. "$(dirname "$0")/lib.sh"`, checks with ok/not_ok/check, ends with done_testing.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HUTCH=${HUTCH_BIN:-$ROOT/build/hutch-san}
+PROBES=$ROOT/build/probe
+# run-all.sh exports a private state and run dir; a script run alone gets its own.
+if [ -z "${HUTCH_STATE_DIR:-}" ]; then
+    HUTCH_TEST_TMP=$(mktemp -d /tmp/hutch-test.XXXXXX)
+    chmod 755 "$HUTCH_TEST_TMP"
+    export HUTCH_STATE_DIR=$HUTCH_TEST_TMP/state HUTCH_RUN_DIR=$HUTCH_TEST_TMP/run
+    trap 'rm -rf "$HUTCH_TEST_TMP"' EXIT
+fi
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+tap_n=0
+tap_failed=0
+ok() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $*"; }
+not_ok() { tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1)); echo "not ok $tap_n - $*"; }
+skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP ${2:-}"; }
+diag() { printf '# %s\n' "$@"; }
+# check DESCRIPTION CMD...: ok when CMD succeeds; shows its output otherwise.
+check() {
+    local desc=$1; shift
+    local out
+    if out=$("$@" 2>&1); then ok "$desc"; else not_ok "$desc"; diag "$out" | head -n 20; fi
+}
+# check_fails DESCRIPTION CMD...: ok when CMD fails.
+check_fails() {
+    local desc=$1; shift
+    local out
+    if out=$("$@" 2>&1); then not_ok "$desc"; diag "unexpectedly succeeded: $out" | head -n 20; else ok "$desc"; fi
+}
+# is GOT WANT DESCRIPTION
+is() {
+    if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3"; diag "got: '$1'" "want: '$2'"; fi
+}
+# like TEXT REGEX DESCRIPTION
+like() {
+    if [[ $1 =~ $2 ]]; then ok "$3"; else not_ok "$3"; diag "got: '$1'" "want match: '$2'"; fi
+}
+done_testing() { echo "1..$tap_n"; [ "$tap_failed" -eq 0 ]; }
+
+# hrun ARGS...: hutch run.
+hrun() { "$HUTCH" run "$@"; }
+# hjson ARGS...: hutch run --json; the JSON object on stdout.
+hjson() { "$HUTCH" run --json "$@"; }
+# jfield JSON FIELD: one top-level field (strings raw, others as JSON).
+jfield() {
+    python3 -c 'import json,sys
+v=json.loads(sys.argv[1]).get(sys.argv[2])
+print(v if isinstance(v,str) else json.dumps(v))' "$1" "$2"
+}
+# probe NAME: --file arguments that copy build/probe/NAME to /tmp/NAME in the sandbox.
+probe() { echo "--file=$PROBES/$1:/tmp/$1"; }
