@@ -1,0 +1,257 @@
+/* The legacy hierarchies: hutch/NAME under the memory, pids, cpuacct and freezer mounts (V1 and
+ * hybrid). Mount points come from /proc/self/mountinfo, never from a fixed list of paths. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jail/cgroup_internal.h"
+#include "util/cleanup.h"
+
+#define V1_MOUNTINFO_FIELDS 64
+
+/* ---------- finding the mounts ---------- */
+
+/* Undoes mountinfo's octal escapes ("\040" for a space) into out. */
+static void v1_unescape(const char *in, char *out, size_t size)
+{
+    size_t n = 0;
+    while (*in && n + 1 < size) {
+        if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7' &&
+            in[3] >= '0' && in[3] <= '7') {
+            out[n++] = (char)((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
+            in += 4;
+        } else {
+            out[n++] = *in++;
+        }
+    }
+    out[n] = '\0';
+}
+
+/* One mountinfo line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - TYPE SOURCE
+ * SUPEROPTS". For a v1 cgroup mount, SUPEROPTS lists its controllers ("rw,cpu,cpuacct"). */
+static void v1_scan_mount(char *line, char (*paths)[PATH_MAX])
+{
+    char *fields[V1_MOUNTINFO_FIELDS], *save = NULL;
+    size_t n = 0;
+    for (char *tok = strtok_r(line, " \n", &save); tok && n < V1_MOUNTINFO_FIELDS;
+         tok = strtok_r(NULL, " \n", &save))
+        fields[n++] = tok;
+    size_t dash = 6;
+    while (dash < n && strcmp(fields[dash], "-") != 0)
+        dash++;
+    if (dash + 3 >= n || strcmp(fields[dash + 1], "cgroup") != 0)
+        return;
+    for (size_t c = 0; c < CGROUP_V1_COUNT; c++) {
+        if (!paths[c][0] && cgroup_list_has(fields[dash + 3], cgroup_v1_controller_names[c]))
+            v1_unescape(fields[4], paths[c], PATH_MAX);
+    }
+}
+
+static int v1_find_mounts(char (*paths)[PATH_MAX], err_t *err)
+{
+    cleanup_file FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return err_set(err, errno, "cgroup v1: open /proc/self/mountinfo");
+    cleanup_free char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0)
+        v1_scan_mount(line, paths);
+    for (size_t c = 0; c < CGROUP_V1_COUNT; c++) {
+        if (!paths[c][0])
+            return cgroup_error(err, ENODEV, "cgroup v1: controller '%s' is not mounted",
+                                cgroup_v1_controller_names[c]);
+    }
+    return 0;
+}
+
+/* ---------- creation ---------- */
+
+/* Gives each controller its hierarchy; co-mounted controllers ("cpu,cpuacct") share one. */
+static void v1_assign_hierarchies(struct cgroup *cg, char (*paths)[PATH_MAX], size_t *first_of)
+{
+    for (size_t c = 0; c < CGROUP_V1_COUNT; c++) {
+        size_t h = 0;
+        while (h < cg->v1_count && strcmp(paths[first_of[h]], paths[c]) != 0)
+            h++;
+        struct cgroup_dir *d = &cg->v1[h];
+        if (h == cg->v1_count) {
+            first_of[cg->v1_count++] = c;
+            snprintf(d->label, sizeof d->label, "%s", cgroup_v1_controller_names[c]);
+        } else {
+            size_t len = strlen(d->label);
+            snprintf(d->label + len, sizeof d->label - len, ",%s", cgroup_v1_controller_names[c]);
+        }
+        cg->v1_index[c] = h;
+    }
+}
+
+static int v1_make_dir(struct cgroup *cg, struct cgroup_dir *d, const char *mount, err_t *err)
+{
+    cleanup_fd int root_fd = open(mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0)
+        return err_set(err, errno, "cgroup %s: open %s", d->label, mount);
+    if (cgroup_dir_open_parent(d, root_fd, err) < 0)
+        return -1;
+    return cgroup_dir_make(cg, d, err);
+}
+
+static struct cgroup_dir *v1_dir(struct cgroup *cg, enum cgroup_v1_controller c)
+{
+    return &cg->v1[cg->v1_index[c]];
+}
+
+static int v1_write_limits(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
+{
+    struct cgroup_dir *mem = v1_dir(cg, CGROUP_V1_MEMORY);
+    if (limits->memory_bytes) {
+        /* Order matters: the kernel refuses a memsw (memory+swap) limit below the memory
+         * limit, so memory first. Equal values leave no room for swap on top. The memsw file
+         * exists only with swap accounting; without it there is no swap to cap. */
+        if (cgroup_dir_write_u64(cg, mem, "memory.limit_in_bytes", limits->memory_bytes, false,
+                                 err) < 0 ||
+            cgroup_dir_write_u64(cg, mem, "memory.memsw.limit_in_bytes", limits->memory_bytes, true,
+                                 err) < 0)
+            return -1;
+    }
+    if (limits->pids && cgroup_dir_write_u64(cg, v1_dir(cg, CGROUP_V1_PIDS), "pids.max",
+                                             limits->pids, false, err) < 0)
+        return -1;
+    return 0;
+}
+
+int cgroup_v1_create(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
+{
+    cleanup_free char(*paths)[PATH_MAX] = calloc(CGROUP_V1_COUNT, PATH_MAX);
+    if (!paths)
+        return err_set(err, errno, "cgroup v1: calloc");
+    /* Every controller is found before anything is made, so a missing one costs no rollback. */
+    if (v1_find_mounts(paths, err) < 0)
+        return -1;
+    size_t first_of[CGROUP_V1_COUNT];
+    v1_assign_hierarchies(cg, paths, first_of);
+    for (size_t h = 0; h < cg->v1_count; h++) {
+        if (v1_make_dir(cg, &cg->v1[h], paths[first_of[h]], err) < 0)
+            return -1;
+    }
+    return v1_write_limits(cg, limits, err);
+}
+
+/* ---------- placement and counters ---------- */
+
+int cgroup_v1_attach(struct cgroup *cg, pid_t pid, err_t *err)
+{
+    /* Charges made before the move stay with the old memory group, so the caller attaches
+     * before the child does any work (it is still waiting on its pipe). */
+    for (size_t h = 0; h < cg->v1_count; h++) {
+        if (cgroup_dir_write_u64(cg, &cg->v1[h], "cgroup.procs", (uint64_t)pid, false, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int cgroup_v1_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
+{
+    struct cgroup_dir *mem = v1_dir(cg, CGROUP_V1_MEMORY);
+    if (cgroup_dir_read_u64(cg, v1_dir(cg, CGROUP_V1_CPUACCT), "cpuacct.usage", &out->cpu_usage_ns,
+                            false, err) < 0 ||
+        cgroup_dir_read_u64(cg, mem, "memory.max_usage_in_bytes", &out->memory_peak_bytes, false,
+                            err) < 0 ||
+        /* the oom_kill line is 4.13+; an older kernel reads as 0 */
+        cgroup_dir_read_key(cg, mem, "memory.oom_control", "oom_kill", &out->oom_kills, false,
+                            err) < 0 ||
+        cgroup_dir_read_u64(cg, v1_dir(cg, CGROUP_V1_PIDS), "pids.current", &out->pids_current,
+                            false, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* ---------- freezer and kill ---------- */
+
+/* Polls freezer.state until it reads FROZEN (it reads FREEZING while tasks are stopping). */
+static int v1_wait_frozen(struct cgroup *cg, err_t *err)
+{
+    struct cgroup_dir *fz = v1_dir(cg, CGROUP_V1_FREEZER);
+    uint64_t deadline = cgroup_now_ms() + CGROUP_FROZEN_TIMEOUT_MS;
+    unsigned step = 0;
+    char state[32];
+    for (;;) {
+        if (cgroup_dir_read(cg, fz, "freezer.state", state, sizeof state, false, err) < 0)
+            return -1;
+        if (strcmp(state, "FROZEN\n") == 0)
+            return 0;
+        if (cgroup_now_ms() >= deadline) {
+            cgroup_error(err, ETIMEDOUT, "freezer.state: still %.*s after %d ms",
+                         (int)strcspn(state, "\n"), state, CGROUP_FROZEN_TIMEOUT_MS);
+            return cgroup_dir_fail(cg, fz, err);
+        }
+        cgroup_backoff(&step);
+    }
+}
+
+int cgroup_v1_set_frozen(struct cgroup *cg, bool frozen, err_t *err)
+{
+    struct cgroup_dir *fz = v1_dir(cg, CGROUP_V1_FREEZER);
+    if (cgroup_dir_write(cg, fz, "freezer.state", frozen ? "FROZEN" : "THAWED", false, err) < 0)
+        return -1;
+    if (frozen && v1_wait_frozen(cg, err) < 0) {
+        /* Half frozen is the worst state to leave behind: undo. */
+        cgroup_dir_write(cg, fz, "freezer.state", "THAWED", false, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+int cgroup_v1_kill_frozen(struct cgroup *cg, err_t *err)
+{
+    struct cgroup_dir *fz = v1_dir(cg, CGROUP_V1_FREEZER);
+    size_t count;
+    /* Freeze first: v1 has no atomic kill, and a task that forks between our read of
+     * cgroup.procs and its SIGKILL would leave a child we never saw. A freeze that times out
+     * (a task stuck in the kernel) is not fatal: cgroup_v1_wait_empty kills stragglers. */
+    if (cgroup_dir_write(cg, fz, "freezer.state", "FROZEN", false, err) < 0)
+        return -1;
+    v1_wait_frozen(cg, NULL);
+    if (cgroup_dir_scan_procs(cg, fz, true, &count, err) < 0)
+        return -1;
+    /* A v1-frozen task keeps its SIGKILL pending until thawed, so thaw only after the kills
+     * are queued: the tasks then go straight to exit without running user code. */
+    return cgroup_dir_write(cg, fz, "freezer.state", "THAWED", false, err) < 0 ? -1 : 0;
+}
+
+/* SIGKILLs every member of each v1 group; *busy is the first group with any, *left their count. */
+static int v1_kill_members(struct cgroup *cg, size_t *busy, size_t *left, err_t *err)
+{
+    *left = 0;
+    for (size_t h = 0; h < cg->v1_count; h++) {
+        if (cgroup_dir_scan_procs(cg, &cg->v1[h], true, left, err) < 0)
+            return -1;
+        if (*left) {
+            *busy = h;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+int cgroup_v1_wait_empty(struct cgroup *cg, err_t *err)
+{
+    uint64_t deadline = cgroup_now_ms() + CGROUP_EMPTY_TIMEOUT_MS;
+    unsigned step = 0;
+    for (;;) {
+        size_t busy = 0, left;
+        if (v1_kill_members(cg, &busy, &left, err) < 0)
+            return -1;
+        if (left == 0)
+            return 0;
+        if (cgroup_now_ms() >= deadline) {
+            cgroup_error(err, ETIMEDOUT, "%zu processes still in cgroup.procs after %d ms", left,
+                         CGROUP_EMPTY_TIMEOUT_MS);
+            return cgroup_dir_fail(cg, &cg->v1[busy], err);
+        }
+        cgroup_backoff(&step);
+    }
+}
