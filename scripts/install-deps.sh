@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what hutch needs to build, run and test, from Debian's archive. Run as root.
+# Debian 12 (bookworm) or newer.
+set -euo pipefail
+packages=(
+    # build
+    build-essential pkg-config
+    libseccomp-dev   # seccomp: compiles the sandbox's syscall policy to BPF
+    libjansson-dev   # JSON: `hutch run --json`, `hutch doctor --json`
+    # what sandboxes run, and what the tests drive
+    python3 nodejs bash coreutils procps iproute2 util-linux bsdutils
+    # baseline for the benchmark
+    bubblewrap
+)
+export DEBIAN_FRONTEND=noninteractive
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
