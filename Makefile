@@ -22,27 +22,33 @@ PROBE_BINS := $(PROBE_SRCS:tests/probe/%.c=build/probe/%)
 all: build/hutch
 
 build/hutch: $(OBJS)
-	$(CC) $(CFLAGS_BASE) -o $@ $^ $(LIBS)
+	@echo "  LD    $@"
+	@$(CC) $(CFLAGS_BASE) -o $@ $^ $(LIBS)
 
 build/hutch-san: $(SAN_OBJS)
-	$(CC) $(CFLAGS_BASE) $(SAN) -o $@ $^ $(LIBS)
+	@echo "  LD    $@"
+	@$(CC) $(CFLAGS_BASE) $(SAN) -o $@ $^ $(LIBS)
 
 build/obj/%.o: %.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -c -o $@ $<
+	@echo "  CC    $<"
+	@$(CC) $(CFLAGS_BASE) -c -o $@ $<
 
 build/san/%.o: %.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(SAN) -c -o $@ $<
+	@echo "  CC    $< (sanitizers)"
+	@$(CC) $(CFLAGS_BASE) $(SAN) -c -o $@ $<
 
 build/tests/%: tests/unit/%.c tests/unit/tap.h $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(SAN) -Itests/unit -o $@ $< $(SAN_LIB_OBJS) $(LIBS)
+	@echo "  TEST  $@"
+	@$(CC) $(CFLAGS_BASE) $(SAN) -Itests/unit -o $@ $< $(SAN_LIB_OBJS) $(LIBS)
 
 # Probes run inside sandboxes: static, so they need nothing from the sandbox's /usr.
 build/probe/%: tests/probe/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu17 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror -static -o $@ $<
+	@echo "  PROBE $@"
+	@$(CC) -std=gnu17 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror -static -o $@ $<
 
 san: build/hutch-san
 unit: $(UNIT_BINS)

@@ -1,0 +1,114 @@
+/* hutch run's command line: defaults, every option, and every kind of bad input. */
+#include <stdlib.h>
+
+#include "cli/run_options.h"
+#include "tap.h"
+
+static int parse(struct run_options *o, err_t *err, char **argv)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    return run_options_parse(argc, argv, o, err);
+}
+
+#define ARGV(...) ((char *[]){"run", __VA_ARGS__, NULL})
+
+static void bad(char **argv, const char *needle, const char *what)
+{
+    struct run_options o;
+    err_t err = {0};
+    int rc = parse(&o, &err, argv);
+    ok(rc < 0 && strstr(err.msg, needle), "rejected: %s (message: %s)", what, err.msg);
+}
+
+int main(void)
+{
+    struct run_options o;
+    err_t err = {0};
+
+    char *argv1[] = {"run", "--", "/bin/true", NULL};
+    ok(parse(&o, &err, argv1) == 0, "plain command");
+    ok(o.argc == 1 && strcmp(o.argv[0], "/bin/true") == 0, "command after --");
+    is_u64(o.timeout_ms, RUN_DEFAULT_TIMEOUT_MS, "default timeout");
+    is_u64(o.memory_bytes, RUN_DEFAULT_MEMORY, "default memory");
+    is_u64(o.pids, RUN_DEFAULT_PIDS, "default pids");
+    is_u64(o.disk_bytes, RUN_DEFAULT_DISK, "default disk");
+    is_u64(o.output_limit, RUN_DEFAULT_OUTPUT_LIMIT, "default output limit");
+    ok(!o.json && !o.as_root && o.lang == RUN_LANG_NONE, "default flags");
+    run_options_free(&o);
+
+    char *argv2[] = {"run", "--timeout", "2.5", "--cpu-time", "1", "--memory", "64M", "--pids", "10",
+                  "--disk", "1G", "--output-limit", "10K", "--nofile", "64", "--json", "--root",
+                  "--env", "A=1", "--env", "B_2=x=y", "--file", "/etc/hosts:/tmp/h", "--file",
+                  "/a:b:rel/../f", "--artifacts", "/tmp/out", "--cwd", "/tmp", "--seccomp",
+                  "strict", "--", "ls", "-l", "--json", NULL};
+    ok(parse(&o, &err,
+             argv2) == 0,
+       "every option");
+    is_u64(o.timeout_ms, 2500, "--timeout 2.5");
+    is_u64(o.cpu_time_ms, 1000, "--cpu-time 1");
+    is_u64(o.memory_bytes, 64ull << 20, "--memory 64M");
+    is_u64(o.pids, 10, "--pids 10");
+    is_u64(o.disk_bytes, 1ull << 30, "--disk 1G");
+    is_u64(o.output_limit, 10240, "--output-limit 10K");
+    is_u64(o.nofile, 64, "--nofile 64");
+    ok(o.json && o.as_root, "--json --root");
+    ok(o.n_env == 2 && strcmp(o.env[1], "B_2=x=y") == 0, "--env twice, value with =");
+    ok(o.n_files == 2, "--file twice");
+    is_str(o.files[0].host_path, "/etc/hosts", "--file host path");
+    is_str(o.files[0].sandbox_path, "/tmp/h", "--file sandbox path");
+    is_str(o.files[1].host_path, "/a:b", "--file splits at the last colon");
+    is_str(o.files[1].sandbox_path, "/home/user/f", "relative destination is under home, .. resolved");
+    is_str(o.artifacts_dir, "/tmp/out", "--artifacts");
+    ok(o.seccomp == SECCOMP_PROFILE_STRICT, "--seccomp strict");
+    ok(o.argc == 3 && strcmp(o.argv[2], "--json") == 0, "the command's own flags are its own");
+    run_options_free(&o);
+
+    char *argv3[] = {"run", "--lang", "python", "--code", "print(1)", NULL};
+    ok(parse(&o, &err, argv3) == 0, "--lang with --code");
+    ok(o.lang == RUN_LANG_PYTHON && strcmp(o.code, "print(1)") == 0 && o.argc == 0,
+       "--lang python --code");
+    run_options_free(&o);
+    char *argv4[] = {"run", "--lang", "node", NULL};
+    ok(parse(&o, &err, argv4) == 0 && o.lang == RUN_LANG_NODE,
+       "--lang without code reads stdin later");
+    run_options_free(&o);
+    char *argv5[] = {"run", "--lang", "bash", "--code-file", "x.sh", "--", "a", "b", NULL};
+    ok(parse(&o, &err, argv5) == 0 &&
+           o.argc == 2,
+       "--lang with --code-file and arguments");
+    run_options_free(&o);
+    char *argv6[] = {"run", "--help", NULL};
+    ok(parse(&o, &err, argv6) == 0 && o.help, "--help");
+    run_options_free(&o);
+
+    bad(ARGV("--", NULL), "no command", "no command");
+    bad((char *[]){"run", NULL}, "no command", "nothing at all");
+    bad(ARGV("--bogus", "--", "x"), "unknown option", "unknown option");
+    bad(ARGV("--timeout"), "missing value", "missing value");
+    bad(ARGV("--timeout", "0", "--", "x"), "--timeout", "zero timeout");
+    bad(ARGV("--timeout", "-1", "--", "x"), "--timeout", "negative timeout");
+    bad(ARGV("--memory", "abc", "--", "x"), "--memory", "memory not a size");
+    bad(ARGV("--memory", "1K", "--", "x"), "--memory", "memory too small");
+    bad(ARGV("--pids", "0", "--", "x"), "--pids", "zero pids");
+    bad(ARGV("--pids", "1.5", "--", "x"), "--pids", "fractional pids");
+    bad(ARGV("--disk", "10", "--", "x"), "--disk", "disk too small");
+    bad(ARGV("--output-limit", "2G", "--", "x"), "--output-limit", "output limit too large");
+    bad(ARGV("--nofile", "2", "--", "x"), "--nofile", "nofile too small");
+    bad(ARGV("--env", "NOVALUE", "--", "x"), "NAME=VALUE", "env without =");
+    bad(ARGV("--env", "=v", "--", "x"), "NAME=VALUE", "env without name");
+    bad(ARGV("--env", "1A=v", "--", "x"), "invalid variable name", "env name starting with digit");
+    bad(ARGV("--env", "A-B=v", "--", "x"), "invalid variable name", "env name with dash");
+    bad(ARGV("--file", "nocolon", "--", "x"), "HOST:SANDBOX", "file without colon");
+    bad(ARGV("--file", "/a:", "--", "x"), "HOST:SANDBOX", "file with empty destination");
+    bad(ARGV("--file", "/a:/../..", "--", "x"), "bad sandbox path", "file destination above /");
+    bad(ARGV("--file", "/a:/", "--", "x"), "bad sandbox path", "file destination /");
+    bad(ARGV("--lang", "cobol"), "--lang", "unknown language");
+    bad(ARGV("--code", "x", "--", "y"), "need --lang", "--code without --lang");
+    bad(ARGV("--lang", "python", "--code", "x", "--code-file", "y"), "mutually exclusive",
+        "--code and --code-file");
+    bad(ARGV("--cwd", "relative", "--", "x"), "absolute", "relative --cwd");
+    bad(ARGV("--seccomp", "none", "--", "x"), "--seccomp", "unknown seccomp profile");
+    return done_testing();
+}
