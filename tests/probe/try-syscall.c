@@ -82,8 +82,8 @@
 #define BAD_FLAG 0x40000000UL
 /* Above SOCK_MAX: socket() checks the family range first, then fails with EINVAL before it
  * creates anything or loads a protocol module. */
-#define BAD_SOCK_TYPE 15
-#define CLONE_ARGS_SIZE 88 /* struct clone_args as of Linux 5.7 */
+#define BAD_SOCK_TYPE            15
+#define CLONE_ARGS_SIZE          88 /* struct clone_args as of Linux 5.7 */
 #define UFFD_USER_MODE_ONLY_FLAG 1
 
 /* The clone tries carry a flag combination the kernel refuses (CLONE_FS with a new user or
@@ -292,7 +292,14 @@ static long try_ioperm(void)
 }
 static long try_modify_ldt(void)
 {
-    return syscall(SYS_modify_ldt, 99, NULL, 0); /* no such function: ENOSYS */
+    /* no such function: ENOSYS. The kernel returns modify_ldt's result cast to unsigned int,
+     * so its own errors arrive as large positive numbers; a filter's errno arrives normally. */
+    long ret = syscall(SYS_modify_ldt, 99, NULL, 0);
+    if (ret > 0 && (int)ret < 0) {
+        errno = -(int)ret;
+        return -1;
+    }
+    return ret;
 }
 static long try_uselib(void)
 {
@@ -461,6 +468,7 @@ struct probe {
     long (*run)(void);
 };
 
+/* clang-format off */
 #define PROBE(name) {#name, try_##name}
 static const struct probe probes[] = {
     PROBE(unshare),           PROBE(setns),
@@ -505,6 +513,7 @@ static const struct probe probes[] = {
     PROBE(chmod_setuid),      PROBE(chmod_plain),
     PROBE(fchmodat2_setuid),  PROBE(getpid),
 };
+/* clang-format on */
 #define PROBE_COUNT (sizeof(probes) / sizeof(probes[0]))
 
 static void run_probe(const struct probe *probe)
