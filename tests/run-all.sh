@@ -12,6 +12,7 @@ rm -rf "$log_dir" && mkdir -p "$log_dir"
 run_one() {
     local name=$1; shift
     local log="$log_dir/$name.log"
+    mkdir -p "$(dirname "$log")"
     local t0=$(date +%s.%N)
     "$@" >"$log" 2>&1
     local rc=$?
