@@ -38,6 +38,15 @@ int cgroup_create(const char *name, const struct cgroup_limits *limits, struct c
 int cgroup_clone_into_fd(const struct cgroup *cg);
 /* Moves pid into the hierarchies that CLONE_INTO_CGROUP did not cover (all of them on v1). */
 int cgroup_attach(struct cgroup *cg, pid_t pid, err_t *err);
+/* Self-attach, for v1 hierarchies: a freshly cloned child moves itself by writing "0" to each
+ * hierarchy's `tasks` file. Moving only the calling thread skips the kernel's global
+ * cgroup_threadgroup_rwsem, whose write side waits for an RCU grace period (about 10 ms per
+ * run here); the child is single-threaded, so its whole process moves. The parent opens the files
+ * (the kernel checks the opener's credentials, so the child's user namespace does not matter).
+ * Opens one fd per v1 hierarchy into fds (at most max); *n gets the count (0 on pure v2). */
+int cgroup_self_attach_open(const struct cgroup *cg, int *fds, size_t max, size_t *n, err_t *err);
+/* In the child, first thing: async-signal-safe; closes the fds. 0, or -1 with errno. */
+int cgroup_self_attach(const int *fds, size_t n);
 int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
 /* SIGKILLs every process in the cgroup and waits (bounded) until it is empty. */
 int cgroup_kill(struct cgroup *cg, err_t *err);

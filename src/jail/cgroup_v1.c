@@ -153,6 +153,42 @@ int cgroup_v1_attach(struct cgroup *cg, pid_t pid, err_t *err)
     return 0;
 }
 
+int cgroup_self_attach_open(const struct cgroup *cg, int *fds, size_t max, size_t *n, err_t *err)
+{
+    *n = 0;
+    if (cg->mode == CGROUP_MODE_V2)
+        return 0;
+    for (size_t h = 0; h < cg->v1_count; h++) {
+        if (*n >= max) {
+            cgroup_self_attach(fds, *n);
+            return cgroup_error(err, EMFILE, "cgroup %s: too many v1 hierarchies", cg->name);
+        }
+        int fd = openat(cg->v1[h].fd, "tasks", O_WRONLY | O_CLOEXEC);
+        if (fd < 0) {
+            cgroup_self_attach(fds, *n);
+            *n = 0;
+            cgroup_error(err, errno, "open tasks: %s", strerror(errno));
+            return cgroup_dir_fail(cg, &cg->v1[h], err);
+        }
+        fds[(*n)++] = fd;
+    }
+    return 0;
+}
+
+int cgroup_self_attach(const int *fds, size_t n)
+{
+    int rc = 0, saved = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0 && write(fds[i], "0", 1) != 1) {
+            saved = errno;
+            rc = -1;
+        }
+        close(fds[i]);
+    }
+    errno = saved;
+    return rc;
+}
+
 int cgroup_v1_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
 {
     struct cgroup_dir *mem = v1_dir(cg, CGROUP_V1_MEMORY);

@@ -216,22 +216,35 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
         goto fail;
     }
     out->control_fd = sv[0];
+    int attach_fds[8];
+    size_t n_attach = 0;
+    if (cgroup_self_attach_open(out->cgroup, attach_fds, 8, &n_attach, err) < 0) {
+        close(sv[1]);
+        goto fail;
+    }
     pid_t pid = clone_into_namespaces(out, &out->pidfd);
     if (pid < 0) {
         err_set(err, errno, "clone3 into new namespaces");
         close(sv[1]);
+        for (size_t i = 0; i < n_attach; i++)
+            close(attach_fds[i]);
         goto fail;
     }
     if (pid == 0) {
+        /* First of all, before the child charges anything: into the v1 hierarchies that
+         * CLONE_INTO_CGROUP could not cover (see cgroup_self_attach). */
+        if (cgroup_self_attach(attach_fds, n_attach) < 0)
+            control_die(sv[1], errno, "join the sandbox's cgroups");
         close(sv[0]);
         if (out->keeper_fd >= 0)
             close(out->keeper_fd); /* or the keeper would never see the supervisor die */
         jail_child_main(spec, sv[1], prog);
     }
     close(sv[1]);
+    for (size_t i = 0; i < n_attach; i++)
+        close(attach_fds[i]);
     out->pid = pid;
-    if (userns_write_maps(pid, spec->host_uid_base, JAIL_UID_COUNT, err) < 0 ||
-        cgroup_attach(out->cgroup, pid, err) < 0)
+    if (userns_write_maps(pid, spec->host_uid_base, JAIL_UID_COUNT, err) < 0)
         goto fail;
     if (control_send_simple(out->control_fd, CONTROL_GO, 0, 0, NULL) < 0) {
         err_set(err, errno, "send go to sandbox init");
