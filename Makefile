@@ -12,9 +12,11 @@ LIB_SRCS  := $(filter-out src/cli/main.c,$(SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 PROBE_SRCS := $(sort $(wildcard tests/probe/*.c))
 
-OBJS      := $(SRCS:%.c=build/obj/%.o)
-SAN_OBJS  := $(SRCS:%.c=build/san/%.o)
-SAN_LIB_OBJS := $(LIB_SRCS:%.c=build/san/%.o)
+# The seccomp programs are compiled at build time by tools/seccomp_gen.c into a generated file.
+GEN_SRC   := build/gen/seccomp_builtin.c
+OBJS      := $(SRCS:%.c=build/obj/%.o) build/obj/gen/seccomp_builtin.o
+SAN_OBJS  := $(SRCS:%.c=build/san/%.o) build/san/gen/seccomp_builtin.o
+SAN_LIB_OBJS := $(LIB_SRCS:%.c=build/san/%.o) build/san/gen/seccomp_builtin.o
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/tests/%)
 PROBE_BINS := $(PROBE_SRCS:tests/probe/%.c=build/probe/%)
 
@@ -28,6 +30,25 @@ build/hutch: $(OBJS)
 build/hutch-san: $(SAN_OBJS)
 	@echo "  LD    $@"
 	@$(CC) $(CFLAGS_BASE) $(SAN) -o $@ $^ $(LIBS)
+
+build/seccomp-gen: tools/seccomp_gen.c src/jail/seccomp.c src/util/err.c src/jail/seccomp.h
+	@mkdir -p $(dir $@)
+	@echo "  GEN   $@"
+	@$(CC) $(CFLAGS_BASE) -o $@ tools/seccomp_gen.c src/jail/seccomp.c src/util/err.c $(LIBS)
+
+$(GEN_SRC): build/seccomp-gen
+	@mkdir -p $(dir $@)
+	@build/seccomp-gen > $@.tmp && mv $@.tmp $@
+
+build/obj/gen/%.o: build/gen/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $<"
+	@$(CC) $(CFLAGS_BASE) -c -o $@ $<
+
+build/san/gen/%.o: build/gen/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $< (sanitizers)"
+	@$(CC) $(CFLAGS_BASE) $(SAN) -c -o $@ $<
 
 build/obj/%.o: %.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)

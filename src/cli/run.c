@@ -365,10 +365,10 @@ static void check_limits(struct run *r, uint64_t deadline_ns)
         kill_sandbox(r);
         return;
     }
-    struct cgroup_stats st;
+    uint64_t cpu_ns;
     err_t ignored;
-    if (cgroup_read_stats(r->jail.cgroup, &st, &ignored) == 0 &&
-        st.cpu_usage_ns - r->cpu_base_ns >= r->opt.cpu_time_ms * 1000000ull) {
+    if (cgroup_read_cpu_ns(r->jail.cgroup, &cpu_ns, &ignored) == 0 &&
+        cpu_ns - r->cpu_base_ns >= r->opt.cpu_time_ms * 1000000ull) {
         r->facts.cpu_timeout = true;
         set_message(r, "CPU time limit of %.3f s reached", r->opt.cpu_time_ms / 1000.0);
         kill_sandbox(r);
@@ -575,10 +575,9 @@ static int start(struct run *r, err_t *err)
     }
     if (rc < 0)
         return -1;
-    struct cgroup_stats st;
     err_t ignored;
-    if (cgroup_read_stats(r->jail.cgroup, &st, &ignored) == 0)
-        r->cpu_base_ns = st.cpu_usage_ns; /* init's setup is not the program's CPU time */
+    /* init's setup is not the program's CPU time */
+    cgroup_read_cpu_ns(r->jail.cgroup, &r->cpu_base_ns, &ignored);
     return 0;
 }
 

@@ -465,6 +465,13 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, err_t *err)
     return 0;
 }
 
+int cgroup_read_cpu_ns(struct cgroup *cg, uint64_t *ns, err_t *err)
+{
+    *ns = 0;
+    return cg->mode == CGROUP_MODE_V2 ? cgroup_v2_read_cpu(cg, ns, err)
+                                      : cgroup_v1_read_cpu(cg, ns, err);
+}
+
 int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
 {
     memset(out, 0, sizeof *out);

@@ -47,6 +47,8 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, err_t *err);
 int cgroup_self_attach_open(const struct cgroup *cg, int *fds, size_t max, size_t *n, err_t *err);
 /* In the child, first thing: async-signal-safe; closes the fds. 0, or -1 with errno. */
 int cgroup_self_attach(const int *fds, size_t n);
+/* Only the CPU counter (one file): what the supervisor polls. */
+int cgroup_read_cpu_ns(struct cgroup *cg, uint64_t *ns, err_t *err);
 int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
 /* SIGKILLs every process in the cgroup and waits (bounded) until it is empty. */
 int cgroup_kill(struct cgroup *cg, err_t *err);

@@ -99,6 +99,7 @@ void cgroup_backoff(unsigned *step_us);
 int cgroup_v2_create(struct cgroup *cg, const char *root_path, const struct cgroup_limits *limits,
                      err_t *err);
 int cgroup_v2_attach(struct cgroup *cg, pid_t pid, err_t *err);
+int cgroup_v2_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err);
 int cgroup_v2_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
 /* Returns 1 if killed through cgroup.kill, 0 if the kernel has no cgroup.kill (nothing done). */
 int cgroup_v2_kill_atomic(struct cgroup *cg, err_t *err);
@@ -114,6 +115,7 @@ int cgroup_v2_set_frozen(struct cgroup *cg, bool frozen, err_t *err);
 /* Finds the controllers' mount points and creates hutch/NAME in each hierarchy, limits first. */
 int cgroup_v1_create(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
 int cgroup_v1_attach(struct cgroup *cg, pid_t pid, err_t *err);
+int cgroup_v1_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err);
 int cgroup_v1_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
 /* Freezes the group, SIGKILLs every member, thaws. Does not wait. */
 int cgroup_v1_kill_frozen(struct cgroup *cg, err_t *err);

@@ -189,6 +189,11 @@ int cgroup_self_attach(const int *fds, size_t n)
     return rc;
 }
 
+int cgroup_v1_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err)
+{
+    return cgroup_dir_read_u64(cg, v1_dir(cg, CGROUP_V1_CPUACCT), "cpuacct.usage", ns, false, err);
+}
+
 int cgroup_v1_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
 {
     struct cgroup_dir *mem = v1_dir(cg, CGROUP_V1_MEMORY);

@@ -180,14 +180,21 @@ int cgroup_v2_attach(struct cgroup *cg, pid_t pid, err_t *err)
 
 /* ---------- counters ---------- */
 
+int cgroup_v2_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err)
+{
+    uint64_t usage_usec;
+    /* cpu.stat's usage_usec exists without the cpu controller (basic accounting). */
+    if (cgroup_dir_read_key(cg, &cg->v2, "cpu.stat", "usage_usec", &usage_usec, true, err) < 0)
+        return -1;
+    *ns = usage_usec * 1000;
+    return 0;
+}
+
 int cgroup_v2_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
 {
     struct cgroup_dir *d = &cg->v2;
-    uint64_t usage_usec;
-    /* cpu.stat's usage_usec exists without the cpu controller (basic accounting). */
-    if (cgroup_dir_read_key(cg, d, "cpu.stat", "usage_usec", &usage_usec, true, err) < 0)
+    if (cgroup_v2_read_cpu(cg, &out->cpu_usage_ns, err) < 0)
         return -1;
-    out->cpu_usage_ns = usage_usec * 1000;
     if (cg->v2_memory) {
         /* memory.peak is 5.19+; before that there is no high-water mark to read: 0. */
         if (cgroup_dir_read_u64(cg, d, "memory.peak", &out->memory_peak_bytes, true, err) < 0 ||

@@ -21,5 +21,9 @@ int seccomp_compile(enum seccomp_profile profile, struct seccomp_program *out, e
 /* Writes the profile as libseccomp PFC text to fd (for `hutch doctor`/debugging). */
 int seccomp_dump_pfc(enum seccomp_profile profile, int fd, err_t *err);
 void seccomp_program_free(struct seccomp_program *prog);
+/* The programs compiled at build time by tools/seccomp_gen.c (build/gen/seccomp_builtin.c):
+ * static storage, never freed. This is what sandboxes load: no compiling per run. -1 if the
+ * profile is unknown. */
+int seccomp_builtin(enum seccomp_profile profile, struct seccomp_program *out);
 /* In the child, after no_new_privs: returns 0, or -1 with errno set. Async-signal-safe. */
 int seccomp_install(const struct seccomp_program *prog);

@@ -28,17 +28,17 @@ uint64_t jail_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Compiled once per process and profile: compiling costs far more than a sandbox start. */
-static const struct seccomp_program *seccomp_cached(enum seccomp_profile profile, err_t *err)
+/* The program compiled at build time (tools/seccomp_gen.c): compiling costs more than half a
+ * millisecond, loading nothing. */
+static const struct seccomp_program *seccomp_for(enum seccomp_profile profile, err_t *err)
 {
-    static struct seccomp_program cache[2];
-    if ((unsigned)profile >= sizeof cache / sizeof cache[0]) {
+    static struct seccomp_program programs[2];
+    if ((unsigned)profile >= sizeof programs / sizeof programs[0] ||
+        seccomp_builtin(profile, &programs[profile]) < 0) {
         err_set(err, EINVAL, "unknown seccomp profile %d", (int)profile);
         return NULL;
     }
-    if (!cache[profile].filter && seccomp_compile(profile, &cache[profile], err) < 0)
-        return NULL;
-    return &cache[profile];
+    return &programs[profile];
 }
 
 static int validate_spec(const struct jail_spec *spec, err_t *err)
@@ -201,7 +201,7 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
     jail_init_empty(out, spec->name ? spec->name : "");
     if (validate_spec(spec, err) < 0)
         return -1;
-    const struct seccomp_program *prog = seccomp_cached(spec->seccomp, err);
+    const struct seccomp_program *prog = seccomp_for(spec->seccomp, err);
     if (!prog)
         return -1;
     struct cgroup_limits cg_limits = {.memory_bytes = spec->limits.memory_bytes,
