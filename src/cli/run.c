@@ -62,6 +62,7 @@ struct run {
     int child_stdin;
     int code_fd;
     struct jail_file files[RUN_MAX_ITEMS + 1];
+    struct jail_mount mounts[RUN_MAX_ITEMS];
     int file_fds[RUN_MAX_ITEMS];
     size_t n_files;
     char *argv_buf[RUN_MAX_ITEMS + 8];
@@ -521,6 +522,9 @@ static int start(struct run *r, err_t *err)
     if (open_files(r, err) < 0 || prepare_stdin(r, err) < 0)
         return -1;
     build_env(r);
+    for (size_t i = 0; i < r->opt.n_binds; i++)
+        r->mounts[i] = (struct jail_mount){.host_path = r->opt.binds[i].host_path,
+                                           .sandbox_path = r->opt.binds[i].sandbox_path};
 
     struct template_paths tpl;
     if (template_prepare_base(hutch_state_dir(), &tpl, err) < 0)
@@ -561,6 +565,8 @@ static int start(struct run *r, err_t *err)
         .stderr_fd = err_w,
         .files = r->files,
         .n_files = r->n_files,
+        .mounts = r->mounts,
+        .n_mounts = r->opt.n_binds,
         .output_dir = r->opt.artifacts_dir != NULL,
         .die_with_parent = true,
         .keep_fd = r->uids.lock_fd,
@@ -590,6 +596,13 @@ static void finish(struct run *r)
             set_message(r, "%s", err.msg);
         }
         r->facts.oom_kills = r->stats.oom_kills;
+    }
+    /* The OOM killer may pick init itself: the writable layer's tmpfs pages belong to no process,
+     * so init can be the biggest one left. Its death took the payload, which never got to report;
+     * that is the memory limit at work, not a fault of ours. */
+    if (r->init_exited && !r->killed && !r->facts.payload_ended && r->facts.oom_kills) {
+        r->facts.payload_ended = true;
+        r->facts.signal = SIGKILL;
     }
     if (r->opt.artifacts_dir && r->jail.output_dirfd >= 0) {
         if (artifacts_copy(r->jail.output_dirfd, r->opt.artifacts_dir, r->opt.artifacts_limit,

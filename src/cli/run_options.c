@@ -10,7 +10,7 @@
 enum {
     OPT_TIMEOUT = 256, OPT_CPU_TIME, OPT_MEMORY, OPT_PIDS, OPT_DISK, OPT_OUTPUT_LIMIT, OPT_NOFILE,
     OPT_ENV, OPT_FILE, OPT_ARTIFACTS, OPT_ARTIFACTS_LIMIT, OPT_LANG, OPT_CODE, OPT_CODE_FILE,
-    OPT_JSON, OPT_ROOT, OPT_CWD, OPT_SECCOMP, OPT_HELP,
+    OPT_JSON, OPT_ROOT, OPT_CWD, OPT_SECCOMP, OPT_HELP, OPT_RO_BIND,
 };
 
 static const struct option long_options[] = {
@@ -23,6 +23,7 @@ static const struct option long_options[] = {
     {"nofile", required_argument, NULL, OPT_NOFILE},
     {"env", required_argument, NULL, OPT_ENV},
     {"file", required_argument, NULL, OPT_FILE},
+    {"ro-bind", required_argument, NULL, OPT_RO_BIND},
     {"artifacts", required_argument, NULL, OPT_ARTIFACTS},
     {"artifacts-limit", required_argument, NULL, OPT_ARTIFACTS_LIMIT},
     {"lang", required_argument, NULL, OPT_LANG},
@@ -58,6 +59,7 @@ void run_options_usage(FILE *out)
             "  --env K=V            add an environment variable (repeatable)\n"
             "  --file HOST:SANDBOX  copy a host file in (repeatable; relative SANDBOX is under "
             "%s)\n"
+            "  --ro-bind HOST:SANDBOX  bind a world-readable host path read-only (repeatable)\n"
             "  --artifacts DIR      copy what the program writes to %s into DIR\n"
             "  --artifacts-limit SIZE  cap on the artifacts copied          (default %llu MiB)\n"
             "Other:\n"
@@ -158,25 +160,27 @@ static int normalize_sandbox_path(const char *in, char *out, size_t size)
     return len == 0 ? -1 : 0; /* "/" itself is not a file */
 }
 
-static int parse_file(const char *s, struct run_options *o, err_t *err)
+/* HOST:SANDBOX for --file and --ro-bind: split at the last colon (host paths may hold one). */
+static int parse_host_sandbox(const char *opt, const char *s, struct run_file *list, size_t *n,
+                              err_t *err)
 {
     const char *colon = strrchr(s, ':');
     if (!colon || colon == s || colon[1] == '\0')
-        return err_set(err, 0, "--file %s: expected HOST:SANDBOX", s);
-    if (o->n_files >= RUN_MAX_ITEMS)
-        return err_set(err, 0, "--file: at most %d files", RUN_MAX_ITEMS);
+        return err_set(err, 0, "%s %s: expected HOST:SANDBOX", opt, s);
+    if (*n >= RUN_MAX_ITEMS)
+        return err_set(err, 0, "%s: at most %d", opt, RUN_MAX_ITEMS);
     char dest[4096];
     if (normalize_sandbox_path(colon + 1, dest, sizeof dest) < 0)
-        return err_set(err, 0, "--file %s: bad sandbox path", s);
-    struct run_file *f = &o->files[o->n_files];
+        return err_set(err, 0, "%s %s: bad sandbox path", opt, s);
+    struct run_file *f = &list[*n];
     f->host_path = strndup(s, (size_t)(colon - s));
     f->sandbox_path = strdup(dest);
     if (!f->host_path || !f->sandbox_path) {
         free(f->host_path);
         free(f->sandbox_path);
-        return err_set(err, ENOMEM, "--file");
+        return err_set(err, ENOMEM, "%s", opt);
     }
-    o->n_files++;
+    (*n)++;
     return 0;
 }
 
@@ -226,7 +230,9 @@ static int parse_value(int opt, const char *arg, struct run_options *o, err_t *e
     case OPT_ENV:
         return parse_env(arg, o, err);
     case OPT_FILE:
-        return parse_file(arg, o, err);
+        return parse_host_sandbox("--file", arg, o->files, &o->n_files, err);
+    case OPT_RO_BIND:
+        return parse_host_sandbox("--ro-bind", arg, o->binds, &o->n_binds, err);
     case OPT_CODE:
         o->code = arg;
         return 0;
@@ -311,5 +317,9 @@ void run_options_free(struct run_options *o)
         free(o->files[i].host_path);
         free(o->files[i].sandbox_path);
     }
-    o->n_env = o->n_files = 0;
+    for (size_t i = 0; i < o->n_binds; i++) {
+        free(o->binds[i].host_path);
+        free(o->binds[i].sandbox_path);
+    }
+    o->n_env = o->n_files = o->n_binds = 0;
 }

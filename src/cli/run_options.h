@@ -38,6 +38,8 @@ struct run_options {
     size_t n_env;
     struct run_file files[RUN_MAX_ITEMS];
     size_t n_files;
+    struct run_file binds[RUN_MAX_ITEMS]; /* --ro-bind */
+    size_t n_binds;
     char **argv; /* after "--" (command, or extra arguments for --lang) */
     int argc;
 };

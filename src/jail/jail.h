@@ -44,6 +44,14 @@ struct jail_file {
     mode_t mode;
 };
 
+/* A host path bound read-only (and nosuid, nodev, recursively) into the sandbox. The child
+ * resolves the source with the sandbox's unprivileged ids, so it must be world-reachable; the
+ * target is created inside a place the sandbox owns (/tmp, /home/user, /mnt, /root, ...). */
+struct jail_mount {
+    const char *host_path;
+    const char *sandbox_path; /* absolute, no ".." */
+};
+
 struct jail_spec {
     const char *name;         /* unique; names the cgroup ("run-PID-N") */
     const char *template_dir; /* read-only lower layer: a prepared rootfs (see template.h) */
@@ -62,6 +70,8 @@ struct jail_spec {
     int stdin_fd, stdout_fd, stderr_fd; /* host fds given to the payload as 0, 1, 2 */
     const struct jail_file *files;
     size_t n_files;
+    const struct jail_mount *mounts;
+    size_t n_mounts;
     bool output_dir; /* create JAIL_OUTPUT_DIR and hand its fd to the parent */
     /* One-shot runs: the sandbox dies with its supervisor (PR_SET_PDEATHSIG on init), and a
      * keeper process removes the cgroup if the supervisor is killed before it could. */

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/mount.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -24,7 +25,7 @@ struct upper_dir {
 static const struct upper_dir upper_dirs[] = {
     {"upper/tmp", 01777, 0},     {"upper/var", 0755, 0},        {"upper/var/tmp", 01777, 0},
     {"upper/run", 0755, 0},      {"upper/root", 0700, 0},       {"upper/home", 0755, 0},
-    {"upper/home/user", 0755, 1}, {"upper/output", 0755, 1},
+    {"upper/home/user", 0755, 1}, {"upper/output", 0755, 1}, {"upper/mnt", 0755, 0},
 };
 
 static void make_dir(int ctl, int dirfd, const char *path, mode_t mode, uid_t uid)
@@ -56,6 +57,34 @@ static void mount_overlay(int ctl, const char *lower, const char *stage, const c
     if (n < 0 || (size_t)n >= sizeof opts)
         control_die(ctl, ENAMETOOLONG, "overlay options for %s", target);
     mount_or_die(ctl, "overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts);
+}
+
+static void make_parents(int ctl, const char *path);
+
+static void bind_read_only(int ctl, const char *root, const struct jail_mount *m)
+{
+    struct stat st;
+    if (stat(m->host_path, &st) < 0)
+        control_die(ctl, errno, "bind source %s (it must be reachable by unprivileged users)",
+                    m->host_path);
+    char target[PATH_MAX];
+    snprintf(target, sizeof target, "%s%s", root, m->sandbox_path);
+    make_parents(ctl, target);
+    if (S_ISDIR(st.st_mode)) {
+        if (mkdir(target, 0755) < 0 && errno != EEXIST)
+            control_die(ctl, errno, "bind target %s", m->sandbox_path);
+    } else {
+        int fd = open(target, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+            control_die(ctl, errno, "bind target %s", m->sandbox_path);
+        close(fd);
+    }
+    mount_or_die(ctl, m->host_path, target, NULL, MS_BIND | MS_REC, NULL);
+    /* mount_setattr changes the whole subtree at once and keeps the flags the host locked. */
+    struct mount_attr attr = {.attr_set =
+                                  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    if (syscall(SYS_mount_setattr, AT_FDCWD, target, AT_RECURSIVE, &attr, sizeof attr) < 0)
+        control_die(ctl, errno, "make %s read-only", m->sandbox_path);
 }
 
 static void setup_dev(int ctl, const char *root)
@@ -152,6 +181,8 @@ int rootfs_enter(int ctl, const struct jail_spec *spec)
     snprintf(usr, sizeof usr, "%s/usr", root);
     mount_overlay(ctl, spec->template_dir, spec->stage_dir, "upper", "work", root);
     mount_overlay(ctl, spec->usr_dir, spec->stage_dir, "usr-upper", "usr-work", usr);
+    for (size_t i = 0; i < spec->n_mounts; i++)
+        bind_read_only(ctl, root, &spec->mounts[i]);
     setup_dev(ctl, root);
     setup_proc(ctl, root);
 

@@ -41,6 +41,17 @@ static const struct seccomp_program *seccomp_for(enum seccomp_profile profile, e
     return &programs[profile];
 }
 
+/* Absolute, and no ".." component: nothing may point above the sandbox's root. */
+static bool sandbox_path_ok(const char *path)
+{
+    if (!path || path[0] != '/' || path[1] == '\0')
+        return false;
+    for (const char *p = path; (p = strstr(p, "..")); p += 2)
+        if (p[-1] == '/' && (p[2] == '/' || p[2] == '\0'))
+            return false;
+    return true;
+}
+
 static int validate_spec(const struct jail_spec *spec, err_t *err)
 {
     if (!spec->name || !spec->template_dir || !spec->usr_dir || !spec->stage_dir)
@@ -55,8 +66,12 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
         return err_set(err, EINVAL, "sandbox spec: host uid range %u would include host users",
                        (unsigned)spec->host_uid_base);
     for (size_t i = 0; i < spec->n_files; i++)
-        if (!spec->files[i].sandbox_path || spec->files[i].sandbox_path[0] != '/')
-            return err_set(err, EINVAL, "sandbox spec: file destination must be absolute");
+        if (!sandbox_path_ok(spec->files[i].sandbox_path))
+            return err_set(err, EINVAL, "sandbox spec: file destination %s must be absolute, "
+                           "without ..", spec->files[i].sandbox_path);
+    for (size_t i = 0; i < spec->n_mounts; i++)
+        if (!spec->mounts[i].host_path || !sandbox_path_ok(spec->mounts[i].sandbox_path))
+            return err_set(err, EINVAL, "sandbox spec: mount target must be absolute, without ..");
     return 0;
 }
 

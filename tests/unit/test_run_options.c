@@ -67,6 +67,13 @@ int main(void)
 
     char *argv3[] = {"run", "--lang", "python", "--code", "print(1)", NULL};
     ok(parse(&o, &err, argv3) == 0, "--lang with --code");
+    run_options_free(&o);
+    char *argv_bind[] = {"run", "--ro-bind", "/srv/data:/mnt/d", "--ro-bind", "/a:b", "--", "x", NULL};
+    ok(parse(&o, &err, argv_bind) == 0 && o.n_binds == 2, "--ro-bind twice");
+    is_str(o.binds[0].sandbox_path, "/mnt/d", "--ro-bind target");
+    is_str(o.binds[1].sandbox_path, "/home/user/b", "--ro-bind relative target is under home");
+    run_options_free(&o);
+    ok(parse(&o, &err, argv3) == 0, "--lang with --code again");
     ok(o.lang == RUN_LANG_PYTHON && strcmp(o.code, "print(1)") == 0 && o.argc == 0,
        "--lang python --code");
     run_options_free(&o);
@@ -104,6 +111,8 @@ int main(void)
     bad(ARGV("--file", "/a:", "--", "x"), "HOST:SANDBOX", "file with empty destination");
     bad(ARGV("--file", "/a:/../..", "--", "x"), "bad sandbox path", "file destination above /");
     bad(ARGV("--file", "/a:/", "--", "x"), "bad sandbox path", "file destination /");
+    bad(ARGV("--ro-bind", "/etc", "--", "x"), "HOST:SANDBOX", "ro-bind without a target");
+    bad(ARGV("--ro-bind", "/etc:/..", "--", "x"), "bad sandbox path", "ro-bind target above /");
     bad(ARGV("--lang", "cobol"), "--lang", "unknown language");
     bad(ARGV("--code", "x", "--", "y"), "need --lang", "--code without --lang");
     bad(ARGV("--lang", "python", "--code", "x", "--code-file", "y"), "mutually exclusive",
