@@ -1118,30 +1118,39 @@ static enum doctor_status seccomp_child(struct probe *p, void *arg, char *detail
                "EPERM, io_uring_setup -> ENOSYS, socket(AF_NETLINK) -> EAFNOSUPPORT, open works");
 }
 
+static bool same_program(const struct seccomp_program *a, const struct seccomp_program *b)
+{
+    return a->len == b->len && memcmp(a->filter, b->filter, a->len * sizeof *a->filter) == 0;
+}
+
 static void check_seccomp(struct doctor_result *r)
 {
-    struct seccomp_program def = {0}, strict = {0};
+    /* Sandboxes load the programs compiled into hutch at build time; that is what is tried. */
+    struct seccomp_program builtin, strict;
+    if (seccomp_builtin(SECCOMP_PROFILE_DEFAULT, &builtin) < 0 ||
+        seccomp_builtin(SECCOMP_PROFILE_STRICT, &strict) < 0) {
+        result_set(r, DOCTOR_FAIL, "hutch was built without its seccomp programs");
+        return;
+    }
+    probe_run(r, seccomp_child, NULL, &builtin);
+    if (r->status != DOCTOR_OK)
+        return;
+    /* Compiling again with this host's libseccomp shows whether the build-time program still
+     * matches the policy source as this libseccomp reads it (it differs after an upgrade that
+     * learned new syscall numbers: a rebuild picks them up). */
+    char rest[sizeof r->detail], compiled[160];
+    struct seccomp_program fresh = {0};
     err_t err;
-    if (seccomp_compile(SECCOMP_PROFILE_DEFAULT, &def, &err) < 0) {
-        result_set(r, DOCTOR_FAIL, "compiling the default profile: %s", err.msg);
-        return;
-    }
-    if (seccomp_compile(SECCOMP_PROFILE_STRICT, &strict, &err) < 0) {
-        result_set(r, DOCTOR_FAIL, "compiling the strict profile: %s", err.msg);
-        seccomp_program_free(&def);
-        return;
-    }
-    probe_run(r, seccomp_child, NULL, &def);
-    if (r->status == DOCTOR_OK) {
-        char rest[sizeof r->detail];
-        snprintf(rest, sizeof rest, "%s", r->detail);
-        result_set(r, DOCTOR_OK,
-                   "default profile (%u BPF instructions) %s; strict profile "
-                   "compiles (%u)",
-                   (unsigned)def.len, rest, (unsigned)strict.len);
-    }
-    seccomp_program_free(&def);
-    seccomp_program_free(&strict);
+    if (seccomp_compile(SECCOMP_PROFILE_DEFAULT, &fresh, &err) < 0)
+        snprintf(compiled, sizeof compiled, "; compiling it again here failed: %s", err.msg);
+    else
+        snprintf(compiled, sizeof compiled, "; libseccomp here compiles %s",
+                 same_program(&fresh, &builtin) ? "the same program"
+                                                : "a different program (rebuild hutch)");
+    seccomp_program_free(&fresh);
+    snprintf(rest, sizeof rest, "%s", r->detail);
+    result_set(r, DOCTOR_OK, "built-in default profile (%u BPF instructions) %s%s; strict: %u",
+               (unsigned)builtin.len, rest, compiled, (unsigned)strict.len);
 }
 
 /* ---------- Landlock ---------- */
