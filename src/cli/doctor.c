@@ -755,8 +755,7 @@ static void check_cgroup_mode(struct doctor_result *r)
     case CGROUP_MODE_HYBRID:
         result_set(r, DOCTOR_OK,
                    "hybrid%s: v1 controllers under " CGROUP_FS_ROOT "/<controller>, "
-                   "cgroup2 without controllers at " CGROUP_FS_UNIFIED
-                   " (used for clone3 into a cgroup and cgroup.kill)",
+                   "cgroup2 without controllers at " CGROUP_FS_UNIFIED "",
                    how);
         break;
     case CGROUP_MODE_V1:
@@ -778,6 +777,29 @@ static int read_memory_limit(enum cgroup_mode mode, const char *name, uint64_t *
         return -1;
     *out = (uint64_t)v;
     return 0;
+}
+
+/* The hierarchies in which hutch/NAME exists, e.g. "v1 memory, v1 pids, cgroup2". */
+static void cgroup_where(const char *name, char *out, size_t size)
+{
+    static const char *const v1[] = {"memory", "pids", "cpu", "cpuacct", "freezer"};
+    char path[PATH_MAX], seen[5][PATH_MAX];
+    size_t n_seen = 0, len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof v1 / sizeof v1[0]; i++) {
+        if (cgroup_file(v1[i], name, "", path, sizeof path) < 0 || access(path, F_OK) < 0)
+            continue;
+        bool dup = false; /* co-mounted controllers ("cpu,cpuacct") share one directory */
+        for (size_t k = 0; k < n_seen; k++)
+            dup = dup || strcmp(seen[k], path) == 0;
+        snprintf(seen[n_seen++], PATH_MAX, "%s", path);
+        len += (size_t)snprintf(out + len, size - len, "%sv1 %s%s", len ? ", " : "", v1[i],
+                                dup ? " (shared)" : "");
+        if (len >= size)
+            return;
+    }
+    if (cgroup_file(NULL, name, "", path, sizeof path) == 0 && access(path, F_OK) == 0)
+        snprintf(out + len, size - len, "%scgroup2", len ? ", " : "");
 }
 
 static void check_cgroup_controllers(struct doctor_result *r)
@@ -806,6 +828,8 @@ static void check_cgroup_controllers(struct doctor_result *r)
     }
     uint64_t got = 0;
     bool limit_read = read_memory_limit(mode, name, &got) == 0;
+    char where[256];
+    cgroup_where(name, where, sizeof where);
     if (cgroup_destroy(cg, &err) < 0) {
         result_set(r, DOCTOR_FAIL, "created hutch/%s but could not remove it: %s", name, err.msg);
         return;
@@ -817,20 +841,10 @@ static void check_cgroup_controllers(struct doctor_result *r)
                    name, (unsigned long long)got, (unsigned long long)limits.memory_bytes);
         return;
     }
-    if (mode == CGROUP_MODE_V2) {
-        char avail[512] = "";
-        file_read_at(AT_FDCWD, CGROUP_FS_ROOT "/cgroup.controllers", avail, sizeof avail, NULL);
-        avail[strcspn(avail, "\n")] = '\0';
-        result_set(r, DOCTOR_OK,
-                   "created and removed hutch/%s with memory and pids limits (memory "
-                   "limit read back); cgroup2 freezer and cpu.stat are built in; root offers: %s",
-                   name, avail);
-        return;
-    }
     result_set(r, DOCTOR_OK,
-               "memory, pids, cpuacct, freezer: created and removed hutch/%s in "
-               "each v1 hierarchy%s with memory and pids limits (memory limit read back)",
-               name, mode == CGROUP_MODE_HYBRID ? " and in cgroup2" : "");
+               "created and removed hutch/%s (in %s) with memory and pids limits; the memory "
+               "limit read back",
+               name, where);
 }
 
 static void check_swap_accounting(struct doctor_result *r)
@@ -905,20 +919,21 @@ static bool counter_moves(volatile uint64_t *counter, uint64_t from, unsigned ti
     return true;
 }
 
-/* Reads what the kernel says about the group's frozen state. */
-static bool cgroup_reads_frozen(enum cgroup_mode mode, const char *name)
+/* Which interface reads the group as frozen: cgroup2's cgroup.events or the v1 freezer.state.
+ * Both are looked at, since the cgroup module may freeze through either on a hybrid host.
+ * NULL when neither does. */
+static const char *cgroup_frozen_by(enum cgroup_mode mode, const char *name)
 {
     char path[PATH_MAX], text[512];
-    if (mode == CGROUP_MODE_V2) {
-        if (cgroup_file(NULL, name, "cgroup.events", path, sizeof path) < 0 ||
-            file_read_at(AT_FDCWD, path, text, sizeof text, NULL) < 0)
-            return false;
-        return strstr(text, "frozen 1\n") != NULL;
-    }
-    if (cgroup_file("freezer", name, "freezer.state", path, sizeof path) < 0 ||
-        file_read_at(AT_FDCWD, path, text, sizeof text, NULL) < 0)
-        return false;
-    return strcmp(text, "FROZEN\n") == 0;
+    if (mode != CGROUP_MODE_V1 &&
+        cgroup_file(NULL, name, "cgroup.events", path, sizeof path) == 0 &&
+        file_read_at(AT_FDCWD, path, text, sizeof text, NULL) >= 0 && strstr(text, "frozen 1\n"))
+        return "cgroup.freeze";
+    if (mode != CGROUP_MODE_V2 &&
+        cgroup_file("freezer", name, "freezer.state", path, sizeof path) == 0 &&
+        file_read_at(AT_FDCWD, path, text, sizeof text, NULL) >= 0 && strcmp(text, "FROZEN\n") == 0)
+        return "v1 freezer.state";
+    return NULL;
 }
 
 /* The freezer steps; the caller owns the group and the child. */
@@ -933,7 +948,8 @@ static enum doctor_status freezer_steps(struct cgroup *cg, enum cgroup_mode mode
         return say(detail, size, DOCTOR_FAIL, "the test child does not run");
     if (cgroup_set_frozen(cg, true, &err) < 0)
         return say(detail, size, DOCTOR_FAIL, "freeze: %s", err.msg);
-    if (!cgroup_reads_frozen(mode, name))
+    const char *how = cgroup_frozen_by(mode, name);
+    if (!how)
         return say(detail, size, DOCTOR_FAIL, "the group does not read as frozen after a freeze");
     uint64_t before = *counter;
     sleep_ms(50);
@@ -948,7 +964,7 @@ static enum doctor_status freezer_steps(struct cgroup *cg, enum cgroup_mode mode
                "%s: froze hutch/%s with a child in it, which stopped "
                "(state read back, no progress for 50 ms), thawed it, it ran again; killed and "
                "removed",
-               mode == CGROUP_MODE_V2 ? "cgroup.freeze" : "v1 freezer.state", name);
+               how, name);
 }
 
 static void check_freezer(struct doctor_result *r)
