@@ -468,8 +468,8 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, err_t *err)
 int cgroup_read_cpu_ns(struct cgroup *cg, uint64_t *ns, err_t *err)
 {
     *ns = 0;
-    return cg->mode == CGROUP_MODE_V2 ? cgroup_v2_read_cpu(cg, ns, err)
-                                      : cgroup_v1_read_cpu(cg, ns, err);
+    return cg->mode == CGROUP_MODE_V1 ? cgroup_v1_read_cpu(cg, ns, err)
+                                      : cgroup_v2_read_cpu(cg, ns, err);
 }
 
 int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
@@ -477,22 +477,18 @@ int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
     memset(out, 0, sizeof *out);
     if (cg->mode == CGROUP_MODE_V2)
         return cgroup_v2_read_stats(cg, out, err);
-    /* Hybrid too: its cgroup2 group has no controllers, the counters live in v1. */
-    return cgroup_v1_read_stats(cg, out, err);
+    /* Hybrid: memory and pids counters live in v1, CPU time in the cgroup2 group. */
+    if (cgroup_v1_read_stats(cg, out, err) < 0)
+        return -1;
+    return cg->mode == CGROUP_MODE_HYBRID ? cgroup_v2_read_cpu(cg, &out->cpu_usage_ns, err) : 0;
 }
 
-/* Hybrid: cgroup.kill in the v2 group when the kernel has it, else the v1 freezer dance. */
+/* Hybrid: everything but the limits happens in the cgroup2 group, as on v2; the v1 groups are
+ * then checked empty too before they can be removed. */
 static int cgroup_kill_hybrid(struct cgroup *cg, err_t *err)
 {
     int atomic = cgroup_v2_kill_atomic(cg, err);
-    if (atomic < 0)
-        return -1;
-    if (atomic == 0 && cgroup_v1_kill_frozen(cg, err) < 0)
-        return -1;
-    /* After cgroup.kill: a task stopped by the v1 freezer (cgroup_set_frozen) stays frozen, and
-     * alive, with SIGKILL pending until thawed. Thawing only now, with the signal already
-     * queued, means it never runs user code again. */
-    if (atomic == 1 && cgroup_v1_set_frozen(cg, false, err) < 0)
+    if (atomic < 0 || (atomic == 0 && cgroup_v2_kill_frozen(cg, err) < 0))
         return -1;
     if (cgroup_v2_wait_empty(cg, atomic == 0, err) < 0)
         return -1;
@@ -520,10 +516,10 @@ int cgroup_kill(struct cgroup *cg, err_t *err)
 
 int cgroup_set_frozen(struct cgroup *cg, bool frozen, err_t *err)
 {
-    if (cg->mode == CGROUP_MODE_V2)
-        return cgroup_v2_set_frozen(cg, frozen, err);
-    /* Hybrid uses the v1 freezer: it is the one that exists on every v1 host we support. */
-    return cgroup_v1_set_frozen(cg, frozen, err);
+    if (cg->mode == CGROUP_MODE_V1)
+        return cgroup_v1_set_frozen(cg, frozen, err);
+    /* Hybrid too: cgroup.freeze is core cgroup2, no controller needed. */
+    return cgroup_v2_set_frozen(cg, frozen, err);
 }
 
 int cgroup_destroy(struct cgroup *cg, err_t *err)

@@ -48,6 +48,14 @@ struct cgroup {
 
 extern const char *const cgroup_v1_controller_names[CGROUP_V1_COUNT];
 
+/* Which v1 controllers a mode uses. Hybrid takes only the limits from v1 (memory, pids): its
+ * cgroup2 group already counts CPU (cpu.stat), freezes (cgroup.freeze) and kills (cgroup.kill)
+ * without any controller, and every hierarchy less is a mkdir, a move and an rmdir less per run. */
+static inline bool cgroup_v1_wanted(enum cgroup_mode mode, enum cgroup_v1_controller c)
+{
+    return mode == CGROUP_MODE_V1 || c == CGROUP_V1_MEMORY || c == CGROUP_V1_PIDS;
+}
+
 /* --- cgroup.c: steps shared by both versions --- */
 
 /* Like err_set, but the message is exactly fmt (no strerror appended); err->errnum = errnum. */
@@ -95,7 +103,8 @@ void cgroup_backoff(unsigned *step_us);
 /* --- cgroup_v2.c --- */
 
 /* Creates the cgroup2 group under root_path. On V2 it also delegates controllers and writes
- * limits; on HYBRID the group carries no controllers and is only for placement and kill. */
+ * limits; on HYBRID the group carries no controllers and serves placement, CPU time, freezing
+ * and kill. */
 int cgroup_v2_create(struct cgroup *cg, const char *root_path, const struct cgroup_limits *limits,
                      err_t *err);
 int cgroup_v2_attach(struct cgroup *cg, pid_t pid, err_t *err);

@@ -1,5 +1,6 @@
-/* The legacy hierarchies: hutch/NAME under the memory, pids, cpuacct and freezer mounts (V1 and
- * hybrid). Mount points come from /proc/self/mountinfo, never from a fixed list of paths. */
+/* The legacy hierarchies: hutch/NAME under the memory, pids, cpuacct and freezer mounts (V1), or
+ * only memory and pids (hybrid, see cgroup_v1_wanted). Mount points come from
+ * /proc/self/mountinfo, never from a fixed list of paths. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -33,7 +34,7 @@ static void v1_unescape(const char *in, char *out, size_t size)
 
 /* One mountinfo line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - TYPE SOURCE
  * SUPEROPTS". For a v1 cgroup mount, SUPEROPTS lists its controllers ("rw,cpu,cpuacct"). */
-static void v1_scan_mount(char *line, char (*paths)[PATH_MAX])
+static void v1_scan_mount(char *line, char (*paths)[PATH_MAX], enum cgroup_mode mode)
 {
     char *fields[V1_MOUNTINFO_FIELDS], *save = NULL;
     size_t n = 0;
@@ -46,12 +47,13 @@ static void v1_scan_mount(char *line, char (*paths)[PATH_MAX])
     if (dash + 3 >= n || strcmp(fields[dash + 1], "cgroup") != 0)
         return;
     for (size_t c = 0; c < CGROUP_V1_COUNT; c++) {
-        if (!paths[c][0] && cgroup_list_has(fields[dash + 3], cgroup_v1_controller_names[c]))
+        if (cgroup_v1_wanted(mode, c) && !paths[c][0] &&
+            cgroup_list_has(fields[dash + 3], cgroup_v1_controller_names[c]))
             v1_unescape(fields[4], paths[c], PATH_MAX);
     }
 }
 
-static int v1_find_mounts(char (*paths)[PATH_MAX], err_t *err)
+static int v1_find_mounts(char (*paths)[PATH_MAX], enum cgroup_mode mode, err_t *err)
 {
     cleanup_file FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f)
@@ -59,9 +61,9 @@ static int v1_find_mounts(char (*paths)[PATH_MAX], err_t *err)
     cleanup_free char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0)
-        v1_scan_mount(line, paths);
+        v1_scan_mount(line, paths, mode);
     for (size_t c = 0; c < CGROUP_V1_COUNT; c++) {
-        if (!paths[c][0])
+        if (cgroup_v1_wanted(mode, c) && !paths[c][0])
             return cgroup_error(err, ENODEV, "cgroup v1: controller '%s' is not mounted",
                                 cgroup_v1_controller_names[c]);
     }
@@ -74,6 +76,8 @@ static int v1_find_mounts(char (*paths)[PATH_MAX], err_t *err)
 static void v1_assign_hierarchies(struct cgroup *cg, char (*paths)[PATH_MAX], size_t *first_of)
 {
     for (size_t c = 0; c < CGROUP_V1_COUNT; c++) {
+        if (!cgroup_v1_wanted(cg->mode, c))
+            continue;
         size_t h = 0;
         while (h < cg->v1_count && strcmp(paths[first_of[h]], paths[c]) != 0)
             h++;
@@ -129,7 +133,7 @@ int cgroup_v1_create(struct cgroup *cg, const struct cgroup_limits *limits, err_
     if (!paths)
         return err_set(err, errno, "cgroup v1: calloc");
     /* Every controller is found before anything is made, so a missing one costs no rollback. */
-    if (v1_find_mounts(paths, err) < 0)
+    if (v1_find_mounts(paths, cg->mode, err) < 0)
         return -1;
     size_t first_of[CGROUP_V1_COUNT];
     v1_assign_hierarchies(cg, paths, first_of);
@@ -153,6 +157,15 @@ int cgroup_v1_attach(struct cgroup *cg, pid_t pid, err_t *err)
     return 0;
 }
 
+/* Undoes a partial cgroup_self_attach_open. Only closes: cgroup_self_attach would write "0",
+ * i.e. move the caller itself into the sandbox's groups. */
+static void v1_close_attach_fds(int *fds, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++)
+        close(fds[i]);
+    *n = 0;
+}
+
 int cgroup_self_attach_open(const struct cgroup *cg, int *fds, size_t max, size_t *n, err_t *err)
 {
     *n = 0;
@@ -160,14 +173,14 @@ int cgroup_self_attach_open(const struct cgroup *cg, int *fds, size_t max, size_
         return 0;
     for (size_t h = 0; h < cg->v1_count; h++) {
         if (*n >= max) {
-            cgroup_self_attach(fds, *n);
+            v1_close_attach_fds(fds, n);
             return cgroup_error(err, EMFILE, "cgroup %s: too many v1 hierarchies", cg->name);
         }
         int fd = openat(cg->v1[h].fd, "tasks", O_WRONLY | O_CLOEXEC);
         if (fd < 0) {
-            cgroup_self_attach(fds, *n);
-            *n = 0;
-            cgroup_error(err, errno, "open tasks: %s", strerror(errno));
+            int saved = errno;
+            v1_close_attach_fds(fds, n);
+            cgroup_error(err, saved, "open tasks: %s", strerror(saved));
             return cgroup_dir_fail(cg, &cg->v1[h], err);
         }
         fds[(*n)++] = fd;
@@ -191,14 +204,17 @@ int cgroup_self_attach(const int *fds, size_t n)
 
 int cgroup_v1_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err)
 {
-    return cgroup_dir_read_u64(cg, v1_dir(cg, CGROUP_V1_CPUACCT), "cpuacct.usage", ns, false, err);
+    /* 0 on success, as on v2: cgroup_dir_read_u64 itself returns 1 for "read". */
+    if (cgroup_dir_read_u64(cg, v1_dir(cg, CGROUP_V1_CPUACCT), "cpuacct.usage", ns, false, err) < 0)
+        return -1;
+    return 0;
 }
 
 int cgroup_v1_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
 {
     struct cgroup_dir *mem = v1_dir(cg, CGROUP_V1_MEMORY);
-    if (cgroup_dir_read_u64(cg, v1_dir(cg, CGROUP_V1_CPUACCT), "cpuacct.usage", &out->cpu_usage_ns,
-                            false, err) < 0 ||
+    /* CPU time lives in cpuacct on pure v1 only; hybrid reads it from its cgroup2 group. */
+    if ((cg->mode == CGROUP_MODE_V1 && cgroup_v1_read_cpu(cg, &out->cpu_usage_ns, err) < 0) ||
         cgroup_dir_read_u64(cg, mem, "memory.max_usage_in_bytes", &out->memory_peak_bytes, false,
                             err) < 0 ||
         /* the oom_kill line is 4.13+; an older kernel reads as 0 */

@@ -1,5 +1,5 @@
 /* The cgroup2 group hutch/NAME. On V2 it carries the controllers and limits; on hybrid it has
- * none and exists for clone3(CLONE_INTO_CGROUP) and cgroup.kill. */
+ * none and serves clone3(CLONE_INTO_CGROUP), CPU time (cpu.stat), freezing and kill. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,7 +1,10 @@
 /* cgroup module against the real kernel. Runs as root on a hybrid host (v1 controllers under
- * /sys/fs/cgroup/<ctrl>, cgroup2 without controllers at /sys/fs/cgroup/unified); forced modes
- * cover the pure-v1 path and the v2 path. Every group is named after our pid, every child is
- * reaped, and nothing is left in the hierarchies afterwards. */
+ * /sys/fs/cgroup/<ctrl>, cgroup2 without controllers at /sys/fs/cgroup/unified). Hybrid uses
+ * only the memory and pids v1 controllers and does CPU time, freezing and kill in its cgroup2
+ * group; the mode-dependent tests run once for hybrid and once with HUTCH_CGROUP_MODE=v1 (all
+ * four v1 controllers, freezer.state, freezer-based kill); forced v2 covers the v2 path. Every
+ * group is named after our pid, every child is reaped, and nothing is left in the hierarchies
+ * afterwards. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +28,57 @@
 
 #define MIB (1024u * 1024u)
 
-static const char *const v1_dirs[] = {"memory", "pids", "cpuacct", "freezer"};
-#define V1_DIR_COUNT (sizeof v1_dirs / sizeof v1_dirs[0])
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Every hierarchy a group could appear in; group_gone() checks them all, whatever the mode. */
+static const char *const all_hiers[] = {"memory", "pids", "cpuacct", "freezer", "unified"};
+
+/* What one mode is expected to do on this host. Hybrid takes only the limits from v1 (memory,
+ * pids) and does CPU time, freezing and kill in its cgroup2 group; pure v1 needs all four v1
+ * controllers and no cgroup2 group. */
+struct mode {
+    const char *label;       /* for test names and group names */
+    const char *env;         /* HUTCH_CGROUP_MODE, NULL for the host's own (hybrid) */
+    const char *const *used; /* hierarchies that get hutch/NAME */
+    size_t n_used;
+    const char *const *unused; /* hierarchies that must not */
+    size_t n_unused;
+    size_t v1_count;          /* v1 hierarchies (each controller is mounted alone here) */
+    bool v1_freezer;          /* freezes through freezer.state, else through cgroup.freeze */
+    const char *spaced_ctrl;  /* a controller the mode uses, re-mounted at a path with spaces */
+    const char *missing_ctrl; /* a controller the mode needs, unmounted to see the error */
+};
+
+static const char *const hybrid_used[] = {"memory", "pids", "unified"};
+static const char *const hybrid_unused[] = {"cpuacct", "freezer"};
+static const char *const v1_used[] = {"memory", "pids", "cpuacct", "freezer"};
+static const char *const v1_unused[] = {"unified"};
+
+static const struct mode mode_hybrid = {
+    .label = "hybrid",
+    .env = NULL,
+    .used = hybrid_used,
+    .n_used = COUNT(hybrid_used),
+    .unused = hybrid_unused,
+    .n_unused = COUNT(hybrid_unused),
+    .v1_count = 2,
+    .v1_freezer = false,
+    .spaced_ctrl = "pids",
+    .missing_ctrl = "pids",
+};
+
+static const struct mode mode_v1 = {
+    .label = "v1",
+    .env = "v1",
+    .used = v1_used,
+    .n_used = COUNT(v1_used),
+    .unused = v1_unused,
+    .n_unused = COUNT(v1_unused),
+    .v1_count = 4,
+    .v1_freezer = true,
+    .spaced_ctrl = "cpuacct",
+    .missing_ctrl = "freezer",
+};
 
 /* ---------- helpers ---------- */
 
@@ -43,6 +95,12 @@ static const char *const v1_dirs[] = {"memory", "pids", "cpuacct", "freezer"};
 static void group_name(char *buf, size_t size, const char *tag)
 {
     snprintf(buf, size, "t%d-%s", (int)getpid(), tag);
+}
+
+/* "t<pid>-<mode>-<tag>", so the two modes' groups never share a name. */
+static void mode_group_name(char *buf, size_t size, const struct mode *m, const char *tag)
+{
+    snprintf(buf, size, "t%d-%s-%s", (int)getpid(), m->label, tag);
 }
 
 /* Path of hutch/NAME in one hierarchy ("memory", "unified", ...), plus an optional file. */
@@ -64,11 +122,20 @@ static bool group_exists(const char *hier, const char *name)
 /* True if hutch/NAME exists in none of the hierarchies. */
 static bool group_gone(const char *name)
 {
-    for (size_t i = 0; i < V1_DIR_COUNT; i++) {
-        if (group_exists(v1_dirs[i], name))
+    for (size_t i = 0; i < COUNT(all_hiers); i++) {
+        if (group_exists(all_hiers[i], name))
             return false;
     }
-    return !group_exists("unified", name);
+    return true;
+}
+
+/* One check per hierarchy: the mode's group exists where it uses one, and nowhere else. */
+static void check_layout(const struct mode *m, const char *name)
+{
+    for (size_t i = 0; i < m->n_used; i++)
+        ok(group_exists(m->used[i], name), "%s: group exists in %s", m->label, m->used[i]);
+    for (size_t i = 0; i < m->n_unused; i++)
+        ok(!group_exists(m->unused[i], name), "%s: no group in %s", m->label, m->unused[i]);
 }
 
 static const char *read_group_file(char *buf, size_t size, const char *hier, const char *name,
@@ -96,6 +163,27 @@ static bool procs_has(const char *hier, const char *name, pid_t pid)
             return true;
     }
     return false;
+}
+
+/* The number after "key " in a flat-keyed file (cpu.stat, cgroup.events); UINT64_MAX if none. */
+static uint64_t read_group_key(const char *hier, const char *name, const char *file,
+                               const char *key)
+{
+    char text[4096];
+    size_t len = strlen(key);
+    read_group_file(text, sizeof text, hier, name, file);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, key, len) == 0 && p[len] == ' ')
+            return strtoull(p + len + 1, NULL, 10);
+    }
+    return UINT64_MAX;
+}
+
+static uint64_t read_group_u64(const char *hier, const char *name, const char *file)
+{
+    char text[64];
+    read_group_file(text, sizeof text, hier, name, file);
+    return text[0] ? strtoull(text, NULL, 10) : UINT64_MAX;
 }
 
 static int count_fds(void)
@@ -173,6 +261,24 @@ static int reap(pid_t pid)
     return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
+/* Like reap, for a child that should already be dying: one still alive after ms is killed by
+ * us and reaped (so a failed kill is a failed check, not a hung test), and -2 returned. */
+static int reap_within(pid_t pid, unsigned ms)
+{
+    for (unsigned waited = 0; waited < ms; waited += 5) {
+        int status;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        if (r < 0)
+            return -1;
+        sleep_ms(5);
+    }
+    kill(pid, SIGKILL);
+    reap(pid);
+    return -2;
+}
+
 /* Reaps n children of any kind (we are a subreaper) and counts those killed by SIGKILL. */
 static int reap_any_killed(int n)
 {
@@ -204,6 +310,11 @@ static void set_mode(const char *mode)
         setenv("HUTCH_CGROUP_MODE", mode, 1);
     else
         unsetenv("HUTCH_CGROUP_MODE");
+}
+
+static void use_mode(const struct mode *m)
+{
+    set_mode(m->env);
 }
 
 /* ---------- mode detection and names ---------- */
@@ -255,7 +366,11 @@ static void test_names(void)
     memset(long_name + prefix, 'x', (size_t)(64 - prefix));
     long_name[64] = '\0';
     ok_call(cgroup_create(long_name, NULL, &cg, &err_), "64-character name accepted");
-    ok(group_exists("freezer", long_name), "it exists in freezer");
+    ok(group_exists("memory", long_name) && group_exists("pids", long_name) &&
+           group_exists("unified", long_name),
+       "it exists in memory, pids and unified");
+    ok(!group_exists("cpuacct", long_name) && !group_exists("freezer", long_name),
+       "and not in cpuacct or freezer (hybrid does not use them)");
     ok(cgroup_destroy(cg, &err) == 0, "destroy it");
     ok(group_gone(long_name), "and it is gone");
     ok(cgroup_destroy(NULL, &err) == 0, "destroy(NULL) is a no-op");
@@ -263,119 +378,172 @@ static void test_names(void)
 
 /* ---------- creation, limits, rollback ---------- */
 
-static void test_create_limits(void)
+static void test_create_limits(const struct mode *m)
 {
     char name[64], buf[256];
-    group_name(name, sizeof name, "limits");
+    mode_group_name(name, sizeof name, m, "limits");
+    use_mode(m);
     struct cgroup_limits limits = {.memory_bytes = 32 * MIB, .pids = 64};
     struct cgroup *cg = NULL;
     err_t err;
     if (cgroup_create(name, &limits, &cg, &err) < 0) {
-        ok(0, "create with limits: %s", err.msg);
+        ok(0, "%s: create with limits: %s", m->label, err.msg);
         return;
     }
-    ok(1, "create with limits");
-    for (size_t i = 0; i < V1_DIR_COUNT; i++)
-        ok(group_exists(v1_dirs[i], name), "group exists in %s", v1_dirs[i]);
-    ok(group_exists("unified", name), "group exists in unified");
-    ok(cgroup_clone_into_fd(cg) >= 0, "hybrid has a clone3 fd");
+    ok(1, "%s: create with limits", m->label);
+    check_layout(m, name);
+    if (m->v1_freezer)
+        ok(cgroup_clone_into_fd(cg) == -1, "%s: no clone3 fd", m->label);
+    else
+        ok(cgroup_clone_into_fd(cg) >= 0, "%s: has a clone3 fd", m->label);
     is_str(read_group_file(buf, sizeof buf, "memory", name, "memory.limit_in_bytes"), "33554432\n",
-           "memory.limit_in_bytes");
+           "%s: memory.limit_in_bytes", m->label);
     char path[256];
     if (access(group_path(path, sizeof path, "memory", name, "memory.memsw.limit_in_bytes"),
                F_OK) == 0)
         is_str(read_group_file(buf, sizeof buf, "memory", name, "memory.memsw.limit_in_bytes"),
-               "33554432\n", "memory.memsw.limit_in_bytes equals it (no swap on top)");
-    is_str(read_group_file(buf, sizeof buf, "pids", name, "pids.max"), "64\n", "pids.max");
+               "33554432\n", "%s: memory.memsw.limit_in_bytes equals it (no swap on top)",
+               m->label);
+    is_str(read_group_file(buf, sizeof buf, "pids", name, "pids.max"), "64\n", "%s: pids.max",
+           m->label);
 
     struct cgroup *dup = (struct cgroup *)1;
     ok(cgroup_create(name, &limits, &dup, &err) < 0 && dup == NULL && err.errnum == EEXIST,
-       "a second group with the same name is refused (%s)", err.msg);
-    ok(strstr(err.msg, name) != NULL, "the error names the group");
-    ok(group_exists("memory", name) && group_exists("unified", name),
-       "the refused create left the first group alone");
+       "%s: a second group with the same name is refused (%s)", m->label, err.msg);
+    ok(strstr(err.msg, name) != NULL, "%s: the error names the group", m->label);
+    bool all_there = true;
+    for (size_t i = 0; i < m->n_used; i++)
+        all_there = all_there && group_exists(m->used[i], name);
+    ok(all_there, "%s: the refused create left the first group alone", m->label);
 
     struct cgroup_stats st;
     ok(cgroup_read_stats(cg, &st, &err) == 0 && st.pids_current == 0 && st.oom_kills == 0,
-       "stats of an empty group");
-    ok_call(cgroup_kill(cg, &err_), "kill of an empty group");
-    ok_call(cgroup_destroy(cg, &err_), "destroy");
-    ok(group_gone(name), "no directory left");
+       "%s: stats of an empty group", m->label);
+    ok_call(cgroup_kill(cg, &err_), "%s: kill of an empty group", m->label);
+    ok_call(cgroup_destroy(cg, &err_), "%s: destroy", m->label);
+    ok(group_gone(name), "%s: no directory left", m->label);
 }
 
-/* A clash in a later hierarchy must roll back the ones made before it, and must not remove
- * the directory that clashed (it is not ours). */
-static void test_rollback_one(const char *clash_hier)
+/* A clash in a hierarchy the mode uses must fail the create and roll back the ones made before
+ * it, and must not remove the directory that clashed (it is not ours). */
+static void test_rollback_one(const struct mode *m, const char *clash_hier)
 {
     char name[64], path[256];
-    group_name(name, sizeof name, "clash");
+    mode_group_name(name, sizeof name, m, "clash");
     group_path(path, sizeof path, clash_hier, "", NULL); /* .../hutch/ */
     mkdir(path, 0755);
     group_path(path, sizeof path, clash_hier, name, NULL);
     if (mkdir(path, 0755) < 0) {
-        ok(0, "mkdir %s: %s", path, strerror(errno));
+        ok(0, "%s: mkdir %s: %s", m->label, path, strerror(errno));
         return;
     }
     struct cgroup *cg = NULL;
-    err_t err;
+    err_t err = {0};
     struct cgroup_limits limits = {.memory_bytes = 16 * MIB, .pids = 8};
-    ok(cgroup_create(name, &limits, &cg, &err) < 0 && err.errnum == EEXIST,
-       "clash in %s refused (%s)", clash_hier, err.msg);
-    ok(group_exists(clash_hier, name), "the clashing %s directory is not removed", clash_hier);
+    int rc = cgroup_create(name, &limits, &cg, &err);
+    ok(rc < 0 && cg == NULL && err.errnum == EEXIST, "%s: clash in %s refused (%s)", m->label,
+       clash_hier, err.msg);
+    if (rc == 0) /* a create that should have failed still owns its groups */
+        cgroup_destroy(cg, NULL);
+    ok(group_exists(clash_hier, name), "%s: the clashing %s directory is not removed", m->label,
+       clash_hier);
     bool others_gone = true;
-    for (size_t i = 0; i < V1_DIR_COUNT; i++) {
-        if (strcmp(v1_dirs[i], clash_hier) != 0 && group_exists(v1_dirs[i], name))
+    for (size_t i = 0; i < COUNT(all_hiers); i++) {
+        if (strcmp(all_hiers[i], clash_hier) != 0 && group_exists(all_hiers[i], name))
             others_gone = false;
     }
-    if (strcmp(clash_hier, "unified") != 0 && group_exists("unified", name))
-        others_gone = false;
-    ok(others_gone, "every other directory made before the clash was rolled back");
+    ok(others_gone, "%s: every other directory made before the clash was rolled back", m->label);
     rmdir(path);
-    ok(group_gone(name), "clean after the clash in %s", clash_hier);
+    ok(group_gone(name), "%s: clean after the clash in %s", m->label, clash_hier);
 }
 
-static void test_rollback(void)
+/* A directory of the same name in a hierarchy the mode does not use is none of its business:
+ * the create succeeds, and destroy leaves that directory alone. */
+static void test_unused_clash(const struct mode *m, const char *hier)
 {
-    test_rollback_one("pids");
-    test_rollback_one("freezer");
-    test_rollback_one("unified");
+    char name[64], path[256];
+    mode_group_name(name, sizeof name, m, "unused");
+    group_path(path, sizeof path, hier, "", NULL);
+    mkdir(path, 0755);
+    group_path(path, sizeof path, hier, name, NULL);
+    if (mkdir(path, 0755) < 0) {
+        ok(0, "%s: mkdir %s: %s", m->label, path, strerror(errno));
+        return;
+    }
+    struct cgroup *cg = NULL;
+    err_t err = {0};
+    int rc = cgroup_create(name, NULL, &cg, &err);
+    ok(rc == 0, "%s: a directory in %s (not used) is no clash (%s)", m->label, hier,
+       rc == 0 ? "created" : err.msg);
+    if (rc == 0)
+        ok_call(cgroup_destroy(cg, &err_), "%s: destroy", m->label);
+    ok(group_exists(hier, name), "%s: the %s directory is left alone", m->label, hier);
+    rmdir(path);
+    ok(group_gone(name), "%s: clean after the directory in %s", m->label, hier);
+}
+
+static void test_rollback(const struct mode *m)
+{
+    use_mode(m);
+    for (size_t i = 0; i < m->n_used; i++)
+        test_rollback_one(m, m->used[i]);
+    for (size_t i = 0; i < m->n_unused; i++)
+        test_unused_clash(m, m->unused[i]);
 }
 
 /* ---------- placement, counters, kill ---------- */
 
-static void test_placement(void)
+static void test_placement(const struct mode *m)
 {
     char name[64];
-    group_name(name, sizeof name, "place");
+    mode_group_name(name, sizeof name, m, "place");
+    use_mode(m);
     struct cgroup *cg = NULL;
     err_t err;
     if (cgroup_create(name, NULL, &cg, &err) < 0) {
-        ok(0, "create: %s", err.msg);
+        ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
-    pid_t cloned = clone_into(cgroup_clone_into_fd(cg));
-    ok(cloned > 0, "clone3 into the cgroup2 group");
-    ok_call(cgroup_attach(cg, cloned, &err_), "attach the cloned child");
+    /* clone3(CLONE_INTO_CGROUP) where there is a cgroup2 group, and a plain fork always. */
+    pid_t pids[2];
+    const char *kinds[2];
+    size_t n = 0;
+    if (cgroup_clone_into_fd(cg) >= 0) {
+        pid_t cloned = clone_into(cgroup_clone_into_fd(cg));
+        ok(cloned > 0, "%s: clone3 into the cgroup2 group", m->label);
+        ok_call(cgroup_attach(cg, cloned, &err_), "%s: attach the cloned child", m->label);
+        kinds[n] = "cloned";
+        pids[n++] = cloned;
+    }
     int go;
     pid_t forked = spawn_waiting(&go, pause_forever);
-    ok_call(cgroup_attach(cg, forked, &err_), "attach a plainly forked child");
+    ok_call(cgroup_attach(cg, forked, &err_), "%s: attach a plainly forked child", m->label);
     release(go);
-    static const char *const all[] = {"memory", "pids", "cpuacct", "freezer", "unified"};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        ok(procs_has(all[i], name, cloned), "cloned child in %s cgroup.procs", all[i]);
-        ok(procs_has(all[i], name, forked), "forked child in %s cgroup.procs", all[i]);
+    kinds[n] = "forked";
+    pids[n++] = forked;
+    for (size_t i = 0; i < m->n_used; i++) {
+        for (size_t k = 0; k < n; k++)
+            ok(procs_has(m->used[i], name, pids[k]), "%s: %s child in %s cgroup.procs", m->label,
+               kinds[k], m->used[i]);
     }
+    for (size_t i = 0; i < m->n_unused; i++)
+        ok(!group_exists(m->unused[i], name), "%s: still no group in %s", m->label, m->unused[i]);
+    ok(!procs_has("memory", name, getpid()), "%s: the caller itself was not moved", m->label);
     struct cgroup_stats st;
-    ok(cgroup_read_stats(cg, &st, &err) == 0, "read stats");
-    is_u64(st.pids_current, 2, "pids_current counts both");
-    ok(cgroup_attach(cg, 0, &err) < 0, "attach of pid 0 refused");
-    ok_call(cgroup_kill(cg, &err_), "kill");
-    ok(reap(cloned) == SIGKILL, "cloned child died of SIGKILL");
-    ok(reap(forked) == SIGKILL, "forked child died of SIGKILL");
-    ok(!procs_has("memory", name, forked) && !procs_has("unified", name, cloned),
-       "cgroup.procs empty after kill");
-    ok_call(cgroup_destroy(cg, &err_), "destroy");
-    ok(group_gone(name), "no directory left");
+    ok(cgroup_read_stats(cg, &st, &err) == 0, "%s: read stats", m->label);
+    is_u64(st.pids_current, n, "%s: pids_current counts every child", m->label);
+    ok(cgroup_attach(cg, 0, &err) < 0, "%s: attach of pid 0 refused", m->label);
+    ok_call(cgroup_kill(cg, &err_), "%s: kill", m->label);
+    for (size_t k = 0; k < n; k++)
+        ok(reap(pids[k]) == SIGKILL, "%s: %s child died of SIGKILL", m->label, kinds[k]);
+    bool empty = true;
+    for (size_t i = 0; i < m->n_used; i++) {
+        for (size_t k = 0; k < n; k++)
+            empty = empty && !procs_has(m->used[i], name, pids[k]);
+    }
+    ok(empty, "%s: every cgroup.procs empty after kill", m->label);
+    ok_call(cgroup_destroy(cg, &err_), "%s: destroy", m->label);
+    ok(group_gone(name), "%s: no directory left", m->label);
 }
 
 static void touch_64mib(void)
@@ -388,29 +556,30 @@ static void touch_64mib(void)
         p[i] = 1;
 }
 
-static void test_oom(void)
+static void test_oom(const struct mode *m)
 {
     char name[64];
-    group_name(name, sizeof name, "oom");
+    mode_group_name(name, sizeof name, m, "oom");
+    use_mode(m);
     struct cgroup_limits limits = {.memory_bytes = 32 * MIB};
     struct cgroup *cg = NULL;
     err_t err;
     if (cgroup_create(name, &limits, &cg, &err) < 0) {
-        ok(0, "create: %s", err.msg);
+        ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
     int go;
     pid_t pid = spawn_waiting(&go, touch_64mib);
-    ok_call(cgroup_attach(cg, pid, &err_), "attach");
+    ok_call(cgroup_attach(cg, pid, &err_), "%s: attach", m->label);
     release(go);
-    ok(reap(pid) == SIGKILL, "64 MiB under a 32 MiB limit is killed");
+    ok(reap(pid) == SIGKILL, "%s: 64 MiB under a 32 MiB limit is killed", m->label);
     struct cgroup_stats st;
-    ok_call(cgroup_read_stats(cg, &st, &err_), "read stats");
-    ok(st.oom_kills >= 1, "oom_kills >= 1 (%" PRIu64 ")", st.oom_kills);
+    ok_call(cgroup_read_stats(cg, &st, &err_), "%s: read stats", m->label);
+    ok(st.oom_kills >= 1, "%s: oom_kills >= 1 (%" PRIu64 ")", m->label, st.oom_kills);
     ok(st.memory_peak_bytes > 0 && st.memory_peak_bytes <= 32 * MIB,
-       "0 < memory_peak <= limit (%" PRIu64 ")", st.memory_peak_bytes);
-    ok_call(cgroup_destroy(cg, &err_), "destroy");
-    ok(group_gone(name), "no directory left");
+       "%s: 0 < memory_peak <= limit (%" PRIu64 ")", m->label, st.memory_peak_bytes);
+    ok_call(cgroup_destroy(cg, &err_), "%s: destroy", m->label);
+    ok(group_gone(name), "%s: no directory left", m->label);
 }
 
 static void burn_200ms(void)
@@ -421,28 +590,54 @@ static void burn_200ms(void)
     while (ts.tv_sec == 0 && ts.tv_nsec < 200000000L);
 }
 
-static void test_cpu(void)
+/* The CPU counter read straight from the file the mode is meant to use: cpu.stat's usage_usec
+ * in the cgroup2 group (hybrid), cpuacct.usage (v1). In ns; UINT64_MAX if unreadable. */
+static uint64_t cpu_file_ns(const struct mode *m, const char *name)
+{
+    if (m->v1_freezer)
+        return read_group_u64("cpuacct", name, "cpuacct.usage");
+    uint64_t usec = read_group_key("unified", name, "cpu.stat", "usage_usec");
+    return usec == UINT64_MAX ? usec : usec * 1000;
+}
+
+static void test_cpu(const struct mode *m)
 {
     char name[64];
-    group_name(name, sizeof name, "cpu");
+    mode_group_name(name, sizeof name, m, "cpu");
+    use_mode(m);
     struct cgroup *cg = NULL;
     err_t err;
     if (cgroup_create(name, NULL, &cg, &err) < 0) {
-        ok(0, "create: %s", err.msg);
+        ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
     int go;
     pid_t pid = spawn_waiting(&go, burn_200ms);
-    ok_call(cgroup_attach(cg, pid, &err_), "attach");
+    ok_call(cgroup_attach(cg, pid, &err_), "%s: attach", m->label);
     release(go);
-    ok(reap(pid) == 0, "the burner exits normally");
+    ok(reap(pid) == 0, "%s: the burner exits normally", m->label);
+
+    /* The counters only grow, so each value read through the module must lie between two reads
+     * of the file it is meant to come from. */
+    uint64_t file_before = cpu_file_ns(m, name);
     struct cgroup_stats st;
-    ok_call(cgroup_read_stats(cg, &st, &err_), "read stats");
-    ok(st.cpu_usage_ns >= 150000000u, "cpu_usage_ns covers the 200 ms burn (%" PRIu64 ")",
-       st.cpu_usage_ns);
-    ok(st.oom_kills == 0, "no oom kill");
-    ok_call(cgroup_destroy(cg, &err_), "destroy");
-    ok(group_gone(name), "no directory left");
+    ok_call(cgroup_read_stats(cg, &st, &err_), "%s: read stats", m->label);
+    uint64_t cpu_ns = 0;
+    ok_call(cgroup_read_cpu_ns(cg, &cpu_ns, &err_), "%s: cgroup_read_cpu_ns", m->label);
+    uint64_t file_after = cpu_file_ns(m, name);
+    const char *file = m->v1_freezer ? "cpuacct.usage" : "cgroup2 cpu.stat usage_usec";
+
+    ok(st.cpu_usage_ns >= 150000000u, "%s: cpu_usage_ns covers the 200 ms burn (%" PRIu64 ")",
+       m->label, st.cpu_usage_ns);
+    ok(cpu_ns > 0, "%s: cgroup_read_cpu_ns > 0 after the burn (%" PRIu64 ")", m->label, cpu_ns);
+    ok(cpu_ns >= 150000000u, "%s: cgroup_read_cpu_ns covers the 200 ms burn", m->label);
+    ok(file_before != UINT64_MAX && file_before <= st.cpu_usage_ns && st.cpu_usage_ns <= cpu_ns &&
+           cpu_ns <= file_after,
+       "%s: both come from %s (%" PRIu64 " <= %" PRIu64 " <= %" PRIu64 " <= %" PRIu64 ")", m->label,
+       file, file_before, st.cpu_usage_ns, cpu_ns, file_after);
+    ok(st.oom_kills == 0, "%s: no oom kill", m->label);
+    ok_call(cgroup_destroy(cg, &err_), "%s: destroy", m->label);
+    ok(group_gone(name), "%s: no directory left", m->label);
 }
 
 static volatile uint64_t *counter;
@@ -453,42 +648,60 @@ static void count_forever(void)
         (*counter)++;
 }
 
-static void test_freeze(void)
+/* The frozen state as the kernel reports it: freezer.state on v1, cgroup.freeze (what was
+ * asked) and cgroup.events (what is done) in the cgroup2 group on hybrid. */
+static void check_frozen(const struct mode *m, const char *name, bool frozen)
 {
-    char name[64], buf[64];
-    group_name(name, sizeof name, "freeze");
+    char buf[256];
+    if (m->v1_freezer) {
+        is_str(read_group_file(buf, sizeof buf, "freezer", name, "freezer.state"),
+               frozen ? "FROZEN\n" : "THAWED\n", "%s: freezer.state reads %s", m->label,
+               frozen ? "FROZEN" : "THAWED");
+        return;
+    }
+    is_str(read_group_file(buf, sizeof buf, "unified", name, "cgroup.freeze"),
+           frozen ? "1\n" : "0\n", "%s: unified cgroup.freeze reads %d", m->label, frozen);
+    is_u64(read_group_key("unified", name, "cgroup.events", "frozen"), frozen ? 1 : 0,
+           "%s: unified cgroup.events says frozen %d", m->label, frozen);
+    ok(!group_exists("freezer", name), "%s: no v1 freezer group involved", m->label);
+}
+
+static void test_freeze(const struct mode *m)
+{
+    char name[64];
+    mode_group_name(name, sizeof name, m, "freeze");
+    use_mode(m);
     struct cgroup *cg = NULL;
     err_t err;
     if (cgroup_create(name, NULL, &cg, &err) < 0) {
-        ok(0, "create: %s", err.msg);
+        ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
     *counter = 0;
     int go;
     pid_t pid = spawn_waiting(&go, count_forever);
-    ok_call(cgroup_attach(cg, pid, &err_), "attach");
+    ok_call(cgroup_attach(cg, pid, &err_), "%s: attach", m->label);
     release(go);
     while (*counter == 0)
         sleep_ms(1);
 
-    ok_call(cgroup_set_frozen(cg, true, &err_), "freeze");
-    is_str(read_group_file(buf, sizeof buf, "freezer", name, "freezer.state"), "FROZEN\n",
-           "freezer.state reads FROZEN");
+    ok_call(cgroup_set_frozen(cg, true, &err_), "%s: freeze", m->label);
+    check_frozen(m, name, true);
     uint64_t before = *counter;
     sleep_ms(100);
-    is_u64(*counter, before, "a frozen child makes no progress");
+    is_u64(*counter, before, "%s: a frozen child makes no progress", m->label);
 
-    ok_call(cgroup_set_frozen(cg, false, &err_), "thaw");
-    is_str(read_group_file(buf, sizeof buf, "freezer", name, "freezer.state"), "THAWED\n",
-           "freezer.state reads THAWED");
+    ok_call(cgroup_set_frozen(cg, false, &err_), "%s: thaw", m->label);
+    check_frozen(m, name, false);
     sleep_ms(50);
-    ok(*counter > before, "a thawed child runs again");
+    ok(*counter > before, "%s: a thawed child runs again", m->label);
 
-    /* Destroying a frozen group must still kill it: SIGKILL is queued before the thaw. */
-    ok_call(cgroup_set_frozen(cg, true, &err_), "freeze again");
-    ok_call(cgroup_destroy(cg, &err_), "destroy while frozen");
-    ok(reap(pid) == SIGKILL, "the frozen child died of SIGKILL");
-    ok(group_gone(name), "no directory left");
+    /* Destroying a frozen group must still kill it (v1: SIGKILL is queued before the thaw;
+     * cgroup2: a frozen task dies of SIGKILL). */
+    ok_call(cgroup_set_frozen(cg, true, &err_), "%s: freeze again", m->label);
+    ok_call(cgroup_destroy(cg, &err_), "%s: destroy while frozen", m->label);
+    ok(reap(pid) == SIGKILL, "%s: the frozen child died of SIGKILL", m->label);
+    ok(group_gone(name), "%s: no directory left", m->label);
 }
 
 static void fork_three_then_pause(void)
@@ -500,33 +713,198 @@ static void fork_three_then_pause(void)
     pause_forever();
 }
 
-/* A child and its three children (which we adopt as subreaper) all die in one kill. */
-static void kill_tree(const char *mode_label)
+/* A child and its three children (which we adopt as subreaper) all die in one kill: through
+ * cgroup.kill on hybrid, through the freezer on v1. */
+static void test_kill_tree(const struct mode *m)
 {
     char name[64];
-    group_name(name, sizeof name, mode_label);
+    mode_group_name(name, sizeof name, m, "tree");
+    use_mode(m);
     struct cgroup_limits limits = {.pids = 16};
     struct cgroup *cg = NULL;
     err_t err;
     if (cgroup_create(name, &limits, &cg, &err) < 0) {
-        ok(0, "%s: create: %s", mode_label, err.msg);
+        ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
     int go;
     pid_t pid = spawn_waiting(&go, fork_three_then_pause);
-    ok_call(cgroup_attach(cg, pid, &err_), "%s: attach", mode_label);
+    ok_call(cgroup_attach(cg, pid, &err_), "%s: attach", m->label);
     release(go);
-    ok(wait_pids_current(cg, 4), "%s: child and three grandchildren are in the group", mode_label);
-    ok_call(cgroup_kill(cg, &err_), "%s: kill", mode_label);
-    ok(reap(pid) == SIGKILL, "%s: child died of SIGKILL", mode_label);
-    is_u64(reap_any_killed(3), 3, "%s: all three grandchildren died of SIGKILL", mode_label);
-    ok_call(cgroup_destroy(cg, &err_), "%s: destroy", mode_label);
-    ok(group_gone(name), "%s: no directory left", mode_label);
+    ok(wait_pids_current(cg, 4), "%s: child and three grandchildren are in the group", m->label);
+    ok_call(cgroup_kill(cg, &err_), "%s: kill", m->label);
+    ok(reap(pid) == SIGKILL, "%s: child died of SIGKILL", m->label);
+    is_u64(reap_any_killed(3), 3, "%s: all three grandchildren died of SIGKILL", m->label);
+    ok_call(cgroup_destroy(cg, &err_), "%s: destroy", m->label);
+    ok(group_gone(name), "%s: no directory left", m->label);
 }
 
-static void test_kill_tree(void)
+/* ---------- self-attach: the child moves itself into the v1 hierarchies ---------- */
+
+/* A child (clone3 into cgroup_fd when >= 0, else a plain fork) that calls cgroup_self_attach
+ * first thing, reports errno (0 for success) on the pipe *report, then pauses. */
+static pid_t spawn_self_attaching(int cgroup_fd, const int *fds, size_t n, int *report)
 {
-    kill_tree("tree-hybrid");
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    struct clone_args args = {
+        .flags = cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0,
+        .exit_signal = SIGCHLD,
+        .cgroup = cgroup_fd >= 0 ? (uint64_t)cgroup_fd : 0,
+    };
+    long pid = syscall(SYS_clone3, &args, sizeof args);
+    if (pid == 0) {
+        int e = cgroup_self_attach(fds, n) == 0 ? 0 : errno;
+        if (write(p[1], &e, sizeof e) != (ssize_t)sizeof e)
+            _exit(98);
+        pause_forever();
+    }
+    close(p[1]);
+    *report = p[0];
+    return (pid_t)pid;
+}
+
+static int read_report(int fd)
+{
+    int e = -1;
+    if (read(fd, &e, sizeof e) != (ssize_t)sizeof e)
+        e = -1;
+    close(fd);
+    return e;
+}
+
+/* True if fd is open in pid and is some cgroup's tasks file. */
+static bool child_holds_tasks_fd(pid_t pid, int fd)
+{
+    char path[64], target[512];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n < 0)
+        return false;
+    target[n] = '\0';
+    return n >= 6 && strcmp(target + n - 6, "/tasks") == 0;
+}
+
+static void test_self_attach(const struct mode *m)
+{
+    char name[64];
+    mode_group_name(name, sizeof name, m, "self");
+    use_mode(m);
+    struct cgroup *cg = NULL;
+    err_t err;
+    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+        ok(0, "%s: create: %s", m->label, err.msg);
+        return;
+    }
+    int fds[8];
+    size_t n = 0;
+    ok_call(cgroup_self_attach_open(cg, fds, COUNT(fds), &n, &err_), "%s: self_attach_open",
+            m->label);
+    is_u64(n, m->v1_count, "%s: one tasks fd per v1 hierarchy", m->label);
+
+    /* As spawn.c does it: cloned into the cgroup2 group (if any), then self-attached to v1. */
+    int report;
+    pid_t pid = spawn_self_attaching(cgroup_clone_into_fd(cg), fds, n, &report);
+    ok(pid > 0, "%s: spawn the self-attaching child", m->label);
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+    is_u64((uint64_t)read_report(report), 0, "%s: cgroup_self_attach succeeded in the child",
+           m->label);
+    for (size_t i = 0; i < m->n_used; i++)
+        ok(procs_has(m->used[i], name, pid), "%s: the child is in %s cgroup.procs", m->label,
+           m->used[i]);
+    bool held = false;
+    for (size_t i = 0; i < n; i++)
+        held = held || child_holds_tasks_fd(pid, fds[i]);
+    ok(!held, "%s: the child closed the tasks fds", m->label);
+    ok(!procs_has("memory", name, getpid()) && !procs_has("pids", name, getpid()),
+       "%s: the caller itself was not moved", m->label);
+    ok(wait_pids_current(cg, 1), "%s: pids_current counts the child", m->label);
+    ok_call(cgroup_destroy(cg, &err_), "%s: destroy", m->label);
+    ok(reap_within(pid, 2000) == SIGKILL, "%s: the self-attached child died of SIGKILL", m->label);
+    ok(group_gone(name), "%s: no directory left", m->label);
+}
+
+/* Hybrid kill is cgroup.kill in the cgroup2 group, then a check of the v1 groups: a process
+ * that is only in the v1 groups (it self-attached, but was never cloned into the cgroup2 group)
+ * must still be killed before the v1 groups can be removed. */
+static void test_self_attach_v1_only(void)
+{
+    char name[64];
+    mode_group_name(name, sizeof name, &mode_hybrid, "v1only");
+    use_mode(&mode_hybrid);
+    struct cgroup *cg = NULL;
+    err_t err;
+    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+        ok(0, "hybrid: create: %s", err.msg);
+        return;
+    }
+    int fds[8];
+    size_t n = 0;
+    ok_call(cgroup_self_attach_open(cg, fds, COUNT(fds), &n, &err_), "hybrid: self_attach_open");
+    int report;
+    pid_t pid = spawn_self_attaching(-1, fds, n, &report);
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+    is_u64((uint64_t)read_report(report), 0, "hybrid: a plain fork self-attaches");
+    ok(procs_has("memory", name, pid) && procs_has("pids", name, pid) &&
+           !procs_has("unified", name, pid),
+       "hybrid: it is in the v1 groups only");
+    ok_call(cgroup_kill(cg, &err_), "hybrid: kill");
+    ok(reap_within(pid, 2000) == SIGKILL, "hybrid: the v1-only member died of SIGKILL");
+    ok_call(cgroup_destroy(cg, &err_), "hybrid: destroy");
+    ok(group_gone(name), "hybrid: no directory left");
+}
+
+/* fds too small for the hierarchies: an error with no fd left open, and (run in a child, so a
+ * regression cannot move the test itself) the caller must not have joined any group. */
+static void test_self_attach_open_too_small(void)
+{
+    char name[64];
+    mode_group_name(name, sizeof name, &mode_hybrid, "small");
+    use_mode(&mode_hybrid);
+    struct cgroup *cg = NULL;
+    err_t err;
+    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+        ok(0, "hybrid: create: %s", err.msg);
+        return;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        ok(0, "pipe: %s", strerror(errno));
+        cgroup_destroy(cg, NULL);
+        return;
+    }
+    int fds_before = count_fds();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fds[1] = {-1};
+        size_t n = 99;
+        err_t cerr = {0};
+        int answer[3];
+        answer[0] = cgroup_self_attach_open(cg, fds, 1, &n, &cerr);
+        answer[1] = (int)n;
+        answer[2] = cerr.errnum;
+        answer[0] = answer[0] < 0 && count_fds() == fds_before ? answer[0] : -2;
+        if (write(p[1], answer, sizeof answer) != (ssize_t)sizeof answer)
+            _exit(98);
+        pause_forever();
+    }
+    close(p[1]);
+    int answer[3] = {0, 0, 0};
+    if (read(p[0], answer, sizeof answer) != (ssize_t)sizeof answer)
+        answer[0] = 0;
+    close(p[0]);
+    ok(answer[0] == -1 && answer[1] == 0 && answer[2] == EMFILE,
+       "hybrid: room for 1 fd of 2 is EMFILE, 0 fds, none left open (rc %d, n %d, errno %d)",
+       answer[0], answer[1], answer[2]);
+    ok(!procs_has("memory", name, pid) && !procs_has("pids", name, pid),
+       "hybrid: the failed open did not move its caller into the group");
+    kill(pid, SIGKILL);
+    ok(reap(pid) == SIGKILL, "hybrid: that child reaped");
+    ok_call(cgroup_destroy(cg, &err_), "hybrid: destroy");
+    ok(group_gone(name), "hybrid: no directory left");
 }
 
 /* ---------- v1 mounts found through mountinfo (each in a private mount namespace) ---------- */
@@ -557,94 +935,118 @@ static const char *in_mount_ns(void (*body)(int out), char *buf, size_t size)
     return buf;
 }
 
-static void create_without_pids(int out)
+/* Per test process, so parallel runs do not share them; set before each in_mount_ns. */
+static const struct mode *ns_mode;
+static char spaced_dir[64], spaced_mnt[96], ns_name[64];
+
+static void create_without_controller(int out)
 {
-    char name[64];
-    group_name(name, sizeof name, "nopids");
+    char path[64];
     struct cgroup *cg = NULL;
     err_t err = {0};
-    if (umount2("/sys/fs/cgroup/pids", MNT_DETACH) < 0)
+    snprintf(path, sizeof path, "/sys/fs/cgroup/%s", ns_mode->missing_ctrl);
+    if (umount2(path, MNT_DETACH) < 0)
         dprintf(out, "umount: %s", strerror(errno));
-    else if (cgroup_create(name, NULL, &cg, &err) == 0)
-        dprintf(out, "created although pids is not mounted");
-    else if (!group_gone(name))
+    else if (cgroup_create(ns_name, NULL, &cg, &err) == 0) {
+        dprintf(out, "created although %s is not mounted", ns_mode->missing_ctrl);
+        cgroup_destroy(cg, NULL);
+    } else if (!group_gone(ns_name))
         dprintf(out, "a directory was left behind");
     else
         dprintf(out, "%s", err.msg);
 }
 
-/* Per test process, so parallel runs do not share it. */
-static char spaced_dir[64], spaced_mnt[96];
-
-/* cpuacct mounted (again: same hierarchy) where mountinfo has to escape the spaces. */
-static void create_with_spaced_mount(int out)
+/* Hybrid does not need cpuacct or freezer: without them mounted it still works. */
+static void create_without_unused(int out)
 {
-    char name[64], path[256];
-    struct stat st;
-    group_name(name, sizeof name, "spaced");
     struct cgroup *cg = NULL;
     err_t err = {0};
     if (umount2("/sys/fs/cgroup/cpuacct", MNT_DETACH) < 0 ||
-        mount("cgroup", spaced_mnt, "cgroup", 0, "cpuacct") < 0) {
-        dprintf(out, "setting up %s: %s", spaced_mnt, strerror(errno));
+        umount2("/sys/fs/cgroup/freezer", MNT_DETACH) < 0) {
+        dprintf(out, "umount: %s", strerror(errno));
         return;
     }
-    snprintf(path, sizeof path, "%s/hutch/%s", spaced_mnt, name);
-    if (cgroup_create(name, NULL, &cg, &err) < 0)
+    if (cgroup_create(ns_name, NULL, &cg, &err) < 0) {
         dprintf(out, "create: %s", err.msg);
-    else if (stat(path, &st) < 0)
-        dprintf(out, "no group at %s", path);
-    else if (cgroup_destroy(cg, &err) < 0)
+        return;
+    }
+    bool placed = group_exists("memory", ns_name) && group_exists("pids", ns_name) &&
+                  group_exists("unified", ns_name);
+    if (cgroup_destroy(cg, &err) < 0)
         dprintf(out, "destroy: %s", err.msg);
-    else if (stat(path, &st) == 0 || !group_gone(name))
+    else if (!placed)
+        dprintf(out, "not in memory, pids and unified");
+    else if (!group_gone(ns_name))
         dprintf(out, "left behind after destroy");
     else
         dprintf(out, "ok");
+}
+
+/* A controller the mode uses, mounted (again: same hierarchy) where mountinfo has to escape
+ * the spaces. Whatever happens, a group that was created is destroyed. */
+static void create_with_spaced_mount(int out)
+{
+    char path[256], old_mnt[64];
+    struct stat st;
+    struct cgroup *cg = NULL;
+    err_t err = {0};
+    snprintf(old_mnt, sizeof old_mnt, "/sys/fs/cgroup/%s", ns_mode->spaced_ctrl);
+    if (umount2(old_mnt, MNT_DETACH) < 0 ||
+        mount("cgroup", spaced_mnt, "cgroup", 0, ns_mode->spaced_ctrl) < 0) {
+        dprintf(out, "setting up %s: %s", spaced_mnt, strerror(errno));
+        return;
+    }
+    snprintf(path, sizeof path, "%s/hutch/%s", spaced_mnt, ns_name);
+    if (cgroup_create(ns_name, NULL, &cg, &err) < 0) {
+        dprintf(out, "create: %s", err.msg);
+    } else {
+        bool there = stat(path, &st) == 0;
+        if (cgroup_destroy(cg, &err) < 0)
+            dprintf(out, "destroy: %s", err.msg);
+        else if (!there)
+            dprintf(out, "no group at %s", path);
+        else if (stat(path, &st) == 0 || !group_gone(ns_name))
+            dprintf(out, "left behind after destroy");
+        else
+            dprintf(out, "ok");
+    }
     umount2(spaced_mnt, MNT_DETACH);
 }
 
-static void test_v1_mounts(void)
+static void test_v1_mounts(const struct mode *m)
 {
-    char verdict[1024];
-    in_mount_ns(create_without_pids, verdict, sizeof verdict);
-    is_str(verdict, "cgroup v1: controller 'pids' is not mounted",
-           "a missing controller is an error naming it, with nothing left behind");
+    char verdict[1024], want[128];
+    use_mode(m);
+    ns_mode = m;
 
+    mode_group_name(ns_name, sizeof ns_name, m, "nomount");
+    in_mount_ns(create_without_controller, verdict, sizeof verdict);
+    snprintf(want, sizeof want, "cgroup v1: controller '%s' is not mounted", m->missing_ctrl);
+    is_str(verdict, want, "%s: a missing %s is an error naming it, with nothing left behind",
+           m->label, m->missing_ctrl);
+    ok(group_gone(ns_name), "%s: nothing left behind in the host's mounts either", m->label);
+
+    if (m->n_unused && strcmp(m->unused[0], "cpuacct") == 0) {
+        mode_group_name(ns_name, sizeof ns_name, m, "unmounted");
+        is_str(in_mount_ns(create_without_unused, verdict, sizeof verdict), "ok",
+               "%s: works without cpuacct and freezer mounted", m->label);
+        ok(group_gone(ns_name), "%s: nothing left behind", m->label);
+    }
+
+    mode_group_name(ns_name, sizeof ns_name, m, "spaced");
     snprintf(spaced_dir, sizeof spaced_dir, "/tmp/hutch test-cgroup.%d", (int)getpid());
-    snprintf(spaced_mnt, sizeof spaced_mnt, "%s/cpu acct", spaced_dir);
+    snprintf(spaced_mnt, sizeof spaced_mnt, "%s/%s mount", spaced_dir, m->spaced_ctrl);
     mkdir(spaced_dir, 0700);
     mkdir(spaced_mnt, 0700);
     is_str(in_mount_ns(create_with_spaced_mount, verdict, sizeof verdict), "ok",
-           "a mount point with spaces (escaped in mountinfo) is found and used");
+           "%s: a %s mount point with spaces (escaped in mountinfo) is found and used", m->label,
+           m->spaced_ctrl);
+    ok(group_gone(ns_name), "%s: nothing left behind in the host's mounts", m->label);
     rmdir(spaced_mnt);
     rmdir(spaced_dir);
 }
 
 /* ---------- forced modes ---------- */
-
-static void test_forced_v1(void)
-{
-    char name[64];
-    group_name(name, sizeof name, "v1");
-    set_mode("v1");
-    struct cgroup *cg = NULL;
-    err_t err;
-    struct cgroup_limits limits = {.memory_bytes = 64 * MIB, .pids = 32};
-    if (cgroup_create(name, &limits, &cg, &err) < 0) {
-        ok(0, "v1: create: %s", err.msg);
-        set_mode(NULL);
-        return;
-    }
-    ok(cgroup_clone_into_fd(cg) == -1, "v1: no clone3 fd");
-    ok(!group_exists("unified", name), "v1: no cgroup2 group");
-    ok(group_exists("memory", name) && group_exists("freezer", name), "v1: v1 groups exist");
-    ok_call(cgroup_destroy(cg, &err_), "v1: destroy");
-    ok(group_gone(name), "v1: no directory left");
-
-    /* The freezer-based kill, which hybrid only uses without cgroup.kill. */
-    kill_tree("tree-v1");
-    set_mode(NULL);
-}
 
 static void test_forced_v2_refuses_limits(void)
 {
@@ -680,6 +1082,10 @@ static void test_forced_v2_placement(void)
     }
     ok(group_exists("unified", name) && !group_exists("memory", name),
        "v2: only the cgroup2 group exists");
+    int fds[8] = {-1};
+    size_t n = 99;
+    ok_call(cgroup_self_attach_open(cg, fds, COUNT(fds), &n, &err_), "v2: self_attach_open");
+    is_u64(n, 0, "v2: no v1 hierarchy, so no tasks fd");
     pid_t cloned = clone_into(cgroup_clone_into_fd(cg));
     ok(cloned > 0 && procs_has("unified", name, cloned), "v2: clone3 places the child");
     ok_call(cgroup_attach(cg, cloned, &err_), "v2: attach of a cloned child is fine");
@@ -701,6 +1107,21 @@ static void test_forced_v2_placement(void)
     ok(reap(cloned) == SIGKILL && reap(forked) == SIGKILL, "v2: both children died of SIGKILL");
     ok_call(cgroup_destroy(cg, &err_), "v2: destroy");
     ok(group_gone(name), "v2: no directory left");
+    set_mode(NULL);
+}
+
+/* Everything that depends on the mode, for one mode. */
+static void test_mode(const struct mode *m)
+{
+    test_create_limits(m);
+    test_rollback(m);
+    test_placement(m);
+    test_oom(m);
+    test_cpu(m);
+    test_freeze(m);
+    test_kill_tree(m);
+    test_self_attach(m);
+    test_v1_mounts(m);
     set_mode(NULL);
 }
 
@@ -726,15 +1147,10 @@ int main(void)
 
     test_modes();
     test_names();
-    test_create_limits();
-    test_rollback();
-    test_placement();
-    test_oom();
-    test_cpu();
-    test_freeze();
-    test_kill_tree();
-    test_v1_mounts();
-    test_forced_v1();
+    test_mode(&mode_hybrid);
+    test_self_attach_v1_only();
+    test_self_attach_open_too_small();
+    test_mode(&mode_v1); /* pure v1: cpuacct, freezer.state, the freezer-based kill */
     test_forced_v2_refuses_limits();
     test_forced_v2_placement();
 
