@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Escape attempts through the filesystem, as the default user and with --root:
+#   - read host-only files (0600, and 0644 in a 0700 directory), both under the host's /tmp (not
+#     in the sandbox at all) and under the host's /usr/local (visible through the read-only /usr
+#     layer), by host path, /proc/self/root, /proc/1/root, ../ climbing, /proc/self/cwd, and
+#     symlinks planted inside; each route's control reads a sandbox file and a public /usr file;
+#   - symlinks planted in /output for the host-side artifact copy to follow;
+#   - write under /usr (new files in /usr/bin and /usr/lib, a world-writable host file and
+#     directory, rename, unlink, chmod), also through --file: the host's /usr stays unchanged;
+#   - leave something behind for the next sandbox or in hutch's state directory.
+# Every secret holds a random token; a leak anywhere in the output is a failure.
+. "$(dirname "$0")/lib.sh"
+
+for p in escape ids; do
+    if [ ! -x "$PROBES/$p" ]; then
+        not_ok "probe $p is built (make build/probe/$p)"
+        done_testing
+        exit 1
+    fi
+done
+
+token() { echo "hutch-$1-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"; }
+tag=$$-$RANDOM
+
+hostdir=$(mktemp -d /tmp/hutch-escape-fs.XXXXXX)
+usrdir=$(mktemp -d /usr/local/hutch-escape.XXXXXX 2>/dev/null) || usrdir=
+cleanup() {
+    rm -rf "$hostdir"
+    [ -z "$usrdir" ] || rm -rf "$usrdir"
+    rm -rf "/usr/bin/hutch-escape-$tag" "/usr/lib/hutch-escape-$tag" \
+        "/usr/lib/hutch-escape-dir-$tag" "/usr/bin/hutch-escape-ln-$tag" \
+        "/usr/bin/hutch-escape-file-$tag" "/tmp/hutch-persist-$tag"
+    [ -z "${HUTCH_TEST_TMP:-}" ] || rm -rf "$HUTCH_TEST_TMP"
+}
+trap cleanup EXIT
+
+# Host secrets. hostdir is 0755 so that only the files' own modes stand in the way on the host.
+chmod 755 "$hostdir"
+tok_hsec=$(token hsec) tok_hclosed=$(token hclosed) tok_decoy=$(token decoy)
+echo "$tok_hsec" >"$hostdir/secret" && chmod 600 "$hostdir/secret"
+mkdir -m 700 "$hostdir/closed"
+echo "$tok_hclosed" >"$hostdir/closed/open.txt" && chmod 644 "$hostdir/closed/open.txt"
+echo "$tok_decoy" >"$hostdir/decoy.txt"
+secrets=("$tok_hsec" "$tok_hclosed")
+targets=("hsec=$hostdir/secret" "hclosed=$hostdir/closed/open.txt" "decoy=$hostdir/decoy.txt")
+if [ -n "$usrdir" ]; then
+    chmod 755 "$usrdir"
+    tok_usec=$(token usec) tok_uclosed=$(token uclosed) tok_upub=$(token upub)
+    echo "$tok_usec" >"$usrdir/secret" && chmod 600 "$usrdir/secret"
+    mkdir -m 700 "$usrdir/closed"
+    echo "$tok_uclosed" >"$usrdir/closed/open.txt" && chmod 644 "$usrdir/closed/open.txt"
+    echo "$tok_upub" >"$usrdir/public.txt" && chmod 644 "$usrdir/public.txt"
+    echo "world" >"$usrdir/world.txt" && chmod 666 "$usrdir/world.txt"
+    mkdir -m 777 "$usrdir/worlddir" && chmod 777 "$usrdir/worlddir"
+    # owned by the host's uid 1000 (not the sandbox's 1000), and group root 0640
+    tok_uown=$(token uown) tok_ugrp=$(token ugrp)
+    echo "$tok_uown" >"$usrdir/uid1000" && chown 1000:1000 "$usrdir/uid1000" && chmod 600 "$usrdir/uid1000"
+    echo "$tok_ugrp" >"$usrdir/grouproot" && chown 0:0 "$usrdir/grouproot" && chmod 640 "$usrdir/grouproot"
+    secrets+=("$tok_usec" "$tok_uclosed" "$tok_uown" "$tok_ugrp")
+    targets+=("usec=$usrdir/secret" "uclosed=$usrdir/closed/open.txt" "uown=$usrdir/uid1000"
+        "ugrp=$usrdir/grouproot" "upub=$usrdir/public.txt")
+else
+    diag "/usr/local is not writable here: the checks on host files under /usr are skipped"
+fi
+
+# leaked TEXT: the secret tokens found in TEXT, if any.
+leaked() {
+    local t found=()
+    for t in "${secrets[@]}"; do [[ $1 == *"$t"* ]] && found+=("$t"); done
+    echo "${found[*]:-}"
+}
+
+# --- reading host files -------------------------------------------------------------------------
+# One line per route and target: "ROUTE NAME :: first line of what reading it gave".
+cat >"$hostdir/reader.sh" <<'EOF'
+n=0
+for t in "$@"; do
+    name=${t%%=*} p=${t#*=} n=$((n + 1))
+    ln -sfn "$p" "/tmp/link.$n"
+    ln -sfn "/proc/1/root$p" "/tmp/link1.$n"
+    for route in direct proc_self_root proc_1_root dotdot proc_cwd symlink symlink_proc1; do
+        case $route in
+        direct) q=$p ;;
+        proc_self_root) q=/proc/self/root$p ;;
+        proc_1_root) q=/proc/1/root$p ;;
+        dotdot) q=../../../../../../../..$p ;;
+        proc_cwd) q=/proc/self/cwd/../../../../../../..$p ;;
+        symlink) q=/tmp/link.$n ;;
+        symlink_proc1) q=/tmp/link1.$n ;;
+        esac
+        printf '%s %s :: %s\n' "$route" "$name" "$(cat -- "$q" 2>&1 | head -n 1)"
+    done
+done
+EOF
+routes=(direct proc_self_root proc_1_root dotdot proc_cwd symlink symlink_proc1)
+for who in user root; do
+    flag=()
+    [ "$who" = root ] && flag=(--root)
+    # the decoy lands inside at the same path as on the host: the routes can reach that path
+    out=$(hrun "${flag[@]}" "--file=$hostdir/reader.sh:/tmp/reader.sh" \
+        "--file=$hostdir/decoy.txt:$hostdir/decoy.txt" -- /bin/bash /tmp/reader.sh "${targets[@]}" 2>&1)
+    for r in "${routes[@]}"; do
+        lines=$(grep "^$r " <<<"$out")
+        if [ -z "$lines" ]; then
+            not_ok "$who: $r: the reader ran"
+            diag "$out"
+            continue
+        fi
+        is "$(leaked "$lines")" "" "$who: $r: no host-only file is readable (0600; 0644 in a 0700 dir; host uid 1000's; group root's)"
+        case $r in
+        proc_1_root | symlink_proc1) continue ;; # init's root is out of reach even for sandbox files
+        esac
+        like "$(grep "^$r decoy " <<<"$lines")" " :: $tok_decoy\$" "$who: $r: control: the same route reads the sandbox's own file"
+        if [ -n "$usrdir" ]; then
+            like "$(grep "^$r upub " <<<"$lines")" " :: $tok_upub\$" "$who: $r: control: the same route reads a public host file in /usr"
+        fi
+    done
+done
+
+# --- symlinks planted for the host-side artifact copy ------------------------------------------
+art=$hostdir/artifacts
+links=("abs=$hostdir/secret" "rel=../../../../../../..$hostdir/secret" "dir=$hostdir"
+    "closed=$hostdir/closed/open.txt" "proc=/proc/1/root$hostdir/secret")
+[ -n "$usrdir" ] && links+=("usr=$usrdir/secret")
+out=$(hrun "--artifacts=$art" -- /bin/bash -c '
+    for l in "$@"; do ln -s "${l#*=}" "/output/${l%%=*}" || exit 1; done
+    mkdir /output/sub && ln -s / /output/sub/root && ln -s .. /output/sub/up
+    echo "$0" >/output/plain.txt' "$tok_decoy" "${links[@]}" 2>&1)
+is "$(leaked "$(cat -- "$art"/* "$art"/*/* 2>/dev/null; find "$art" 2>/dev/null)")" "" "artifacts: symlinks planted in /output to host secrets bring nothing of them out"
+is "$(find "$art" -type l 2>/dev/null)" "" "artifacts: no symlink is copied out"
+is "$(find "$art" -mindepth 1 ! -path "$art/plain.txt" ! -path "$art/sub" 2>/dev/null)" "" "artifacts: the planted links and their targets are left behind"
+is "$(cat "$art/plain.txt" 2>&1)" "$tok_decoy" "artifacts: control: a plain file from /output is copied out"
+
+# --- writing under /usr ---------------------------------------------------------------------------
+if [ -n "$usrdir" ]; then
+    sum_before=$(cd "$usrdir" && sha256sum public.txt world.txt && stat -c '%n %a %u %Y' public.txt world.txt worlddir)
+fi
+for who in user root; do
+    flag=()
+    [ "$who" = root ] && flag=(--root)
+    out=$(hrun "${flag[@]}" -- /bin/bash -c '
+        tag=$1 usrdir=$2
+        try() {
+            local what=$1; shift
+            if "$@" 2>/dev/null; then echo "$what: done"; else echo "$what: failed"; fi
+        }
+        try "create in /usr/bin" eval "echo x >/usr/bin/hutch-escape-$tag"
+        try "create in /usr/lib" eval "echo x >/usr/lib/hutch-escape-$tag"
+        try "mkdir in /usr/lib" mkdir "/usr/lib/hutch-escape-dir-$tag"
+        try "symlink in /usr/bin" ln -s /etc/passwd "/usr/bin/hutch-escape-ln-$tag"
+        if [ -n "$usrdir" ]; then
+            try "create in a 0777 host dir" eval "echo x >$usrdir/worlddir/new-$tag"
+            try "append to a 0666 host file" eval "echo evil >>$usrdir/world.txt"
+            try "truncate a 0666 host file" truncate -s 0 "$usrdir/world.txt"
+            try "append to a 0644 host file" eval "echo evil >>$usrdir/public.txt"
+            try "chmod a host file" chmod 0777 "$usrdir/public.txt"
+            try "rename a host file" mv "$usrdir/public.txt" "$usrdir/moved-$tag"
+            try "unlink a host file" rm "$usrdir/public.txt"
+            touch "$usrdir/world.txt" 2>/dev/null # times: at most the sandbox'\''s copy
+        fi' _ "$tag" "$usrdir" 2>&1)
+    attempts=$(grep -cE ': (done|failed)$' <<<"$out")
+    done_lines=$(grep -E ': done$' <<<"$out")
+    is "$done_lines" "" "$who: every write under /usr fails inside ($attempts attempts)"
+    [ "$attempts" -ge 4 ] || diag "$out"
+    is "$(ls -d /usr/bin/hutch-escape-"$tag" /usr/lib/hutch-escape-"$tag" /usr/lib/hutch-escape-dir-"$tag" \
+        /usr/bin/hutch-escape-ln-"$tag" 2>/dev/null)" "" "$who: no new file in the host's /usr/bin or /usr/lib"
+    if [ -n "$usrdir" ]; then
+        is "$(cd "$usrdir" && sha256sum public.txt world.txt && stat -c '%n %a %u %Y' public.txt world.txt worlddir)" \
+            "$sum_before" "$who: the host's /usr files are unchanged (content, mode, owner, mtime)"
+        is "$(ls -A "$usrdir/worlddir"; ls "$usrdir" | grep -v '^\(secret\|closed\|public.txt\|world.txt\|worlddir\|uid1000\|grouproot\)$')" "" \
+            "$who: nothing new in the host's world-writable /usr directory"
+    fi
+done
+# --file copies as sandbox root while the sandbox is being set up: still not onto the host's /usr
+for dest in "/usr/bin/hutch-escape-file-$tag" "/bin/hutch-escape-ln-$tag" ${usrdir:+"$usrdir/worlddir/file-$tag"}; do
+    hrun "--file=$hostdir/decoy.txt:$dest" -- /bin/true >/dev/null 2>&1
+    host_path=$dest
+    [[ $dest == /bin/* ]] && host_path=/usr$dest
+    desc="--file into ${dest%/*}/ does not create a file in the host's ${host_path%/*}/"
+    [[ $dest == "$usrdir"/* ]] && desc="--file into a 0777 host directory under /usr does not create a file there on the host"
+    if [ -e "$host_path" ]; then not_ok "$desc"; else ok "$desc"; fi
+done
+
+# --- nothing carries over to the host or the next sandbox -----------------------------------------
+out=$(hrun --root -- /bin/bash -c 'for d in /tmp /var/tmp /root /run; do echo "$1" >"$d/hutch-persist-$2"; cat "$d/hutch-persist-$2"; done' _ "$tok_decoy" "$tag" 2>&1)
+is "$(grep -c "^$tok_decoy\$" <<<"$out")" 4 "control: a sandbox writes and reads back files in /tmp /var/tmp /root /run"
+out=$(hrun --root -- /bin/bash -c 'cat /tmp/hutch-persist-$1 /var/tmp/hutch-persist-$1 /root/hutch-persist-$1 /run/hutch-persist-$1 2>&1 | grep -c "No such file"' _ "$tag" 2>&1)
+is "$out" 4 "files written by one sandbox in /tmp /var/tmp /root /run are not in the next"
+is "$(ls -d /tmp/hutch-persist-"$tag" /var/tmp/hutch-persist-"$tag" /root/hutch-persist-"$tag" /run/hutch-persist-"$tag" 2>/dev/null)" "" \
+    "files written by a sandbox do not appear on the host"
+is "$(grep -rlF "$tok_decoy" "$HUTCH_STATE_DIR" "$HUTCH_RUN_DIR" 2>/dev/null)" "" "files written by a sandbox are not left in hutch's state or run directory"
+
+done_testing
