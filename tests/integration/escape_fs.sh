@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Escape attempts through the filesystem, as the default user and with --root:
-#   - read host-only files (0600, and 0644 in a 0700 directory), both under the host's /tmp (not
-#     in the sandbox at all) and under the host's /usr/local (visible through the read-only /usr
-#     layer), by host path, /proc/self/root, /proc/1/root, ../ climbing, /proc/self/cwd, and
-#     symlinks planted inside; each route's control reads a sandbox file and a public /usr file;
+#   - read host-only files (0600; 0644 in a 0700 directory; the host uid 1000's; group root's),
+#     under the host's /tmp (not in the sandbox at all) and under the host's /usr/local (visible
+#     through the read-only /usr layer), by host path, /proc/self/root, /proc/1/root, ../
+#     climbing, /proc/self/cwd, and symlinks planted inside; each route's control reads a
+#     sandbox file and a public /usr file;
+#   - the host's private /etc files (shadow, ...) by their paths: the sandbox's /etc is generated;
 #   - symlinks planted in /output for the host-side artifact copy to follow;
 #   - write under /usr (new files in /usr/bin and /usr/lib, a world-writable host file and
 #     directory, rename, unlink, chmod), also through --file: the host's /usr stays unchanged;
+#   - write into a 0777 host directory (and a tmpfs mounted in it) given with --ro-bind under
+#     /tmp, where Landlock allows writes; remount or unmount it; climb out of it with ..;
 #   - leave something behind for the next sandbox or in hutch's state directory.
 # Every secret holds a random token; a leak anywhere in the output is a failure.
 . "$(dirname "$0")/lib.sh"
@@ -63,6 +67,7 @@ else
     diag "/usr/local is not writable here: the checks on host files under /usr are skipped"
 fi
 
+line() { awk -v op="$2" '$1 == op { print; exit }' <<<"$1"; }
 # leaked TEXT: the secret tokens found in TEXT, if any.
 leaked() {
     local t found=()
@@ -116,6 +121,41 @@ for who in user root; do
         fi
     done
 done
+
+# --- the sandbox's /etc is a generated copy: no host file that is not world-readable is in it ----
+# (shadow, gshadow, keys under 0700 directories, ...). Listed on the host, tried inside by path.
+mapfile -t private_etc < <(python3 -c '
+import os, stat, sys
+def walk(d, open_chain):
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    for n in names:
+        p = os.path.join(d, n)
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            walk(p, open_chain and bool(st.st_mode & stat.S_IXOTH))
+        elif stat.S_ISREG(st.st_mode) and st.st_size > 0:
+            if not (open_chain and st.st_mode & stat.S_IROTH):
+                print(p)
+walk("/etc", True)')
+if [ "${#private_etc[@]}" -gt 0 ]; then
+    for who in user root; do
+        flag=()
+        [ "$who" = root ] && flag=(--root)
+        out=$(hrun "${flag[@]}" -- /bin/bash -c '
+            for f; do head -c 1 "$f" >/dev/null 2>&1 && echo "readable: $f"; done
+            head -c 1 /etc/passwd >/dev/null && echo "control: /etc/passwd readable"' _ "${private_etc[@]}" 2>&1)
+        is "$(grep '^readable' <<<"$out")" "" "$who: none of the host's ${#private_etc[@]} private /etc files (e.g. ${private_etc[0]}) is readable inside"
+        like "$out" 'control: /etc/passwd readable' "$who: control: the sandbox's own /etc/passwd is readable the same way"
+    done
+else
+    skip "private /etc files" "the host has no /etc file that is not world-readable"
+fi
 
 # --- symlinks planted for the host-side artifact copy ------------------------------------------
 art=$hostdir/artifacts
@@ -180,6 +220,56 @@ for dest in "/usr/bin/hutch-escape-file-$tag" "/bin/hutch-escape-ln-$tag" ${usrd
     [[ $dest == "$usrdir"/* ]] && desc="--file into a 0777 host directory under /usr does not create a file there on the host"
     if [ -e "$host_path" ]; then not_ok "$desc"; else ok "$desc"; fi
 done
+
+# --- --ro-bind: a world-writable host directory (with a tmpfs mounted inside it) bound read-only
+# under /tmp, where Landlock allows writes: only the read-only mount stands in the way ----------
+bind_src=$hostdir/bind
+mkdir -m 777 "$bind_src" && chmod 777 "$bind_src"
+echo "$tok_decoy" >"$bind_src/public.txt"
+echo "$tok_hsec" >"$bind_src/secret" && chmod 600 "$bind_src/secret"
+mkdir "$bind_src/sub"
+sub_mounted=
+if mount -t tmpfs -o mode=1777,size=1m hutch-escape "$bind_src/sub" 2>/dev/null; then
+    sub_mounted=yes
+    trap 'umount "$bind_src/sub" 2>/dev/null; cleanup' EXIT
+fi
+bind_before=$(find "$bind_src" -printf '%p %s %m %T@\n' | sort)
+if hrun "--ro-bind=$bind_src:/tmp/ro" -- /bin/true >/dev/null 2>&1; then
+    for who in user root; do
+        flag=()
+        [ "$who" = root ] && flag=(--root)
+        out=$(hrun "${flag[@]}" "--ro-bind=$bind_src:/tmp/ro" "--file=$PROBES/escape:/tmp/escape" -- /bin/bash -c '
+            try() {
+                local what=$1; shift
+                if "$@" 2>/dev/null; then echo "$what: done"; else echo "$what: failed"; fi
+            }
+            echo "read: $(cat /tmp/ro/public.txt)"
+            cat /tmp/ro/secret 2>&1
+            try "create in the bind" eval "echo x >/tmp/ro/new"
+            try "create in the tmpfs under the bind" eval "echo x >/tmp/ro/sub/new"
+            try "mkdir in the bind" mkdir /tmp/ro/dir
+            try "append to a file of the bind" eval "echo x >>/tmp/ro/public.txt"
+            try "chmod in the bind" chmod 0600 /tmp/ro/public.txt
+            try "rename in the bind" mv /tmp/ro/public.txt /tmp/ro/moved
+            try "unlink in the bind" rm -f /tmp/ro/public.txt
+            /tmp/escape remount_rw:/tmp/ro remount_rw:/tmp/ro/sub umount:/tmp/ro/sub umount:/tmp/ro
+            echo "up: $(cd /tmp/ro/.. && pwd -P) $(ls /tmp/ro/../ | tr "\n" " ")"
+            true' 2>&1)
+        like "$out" "read: $tok_decoy" "$who: --ro-bind: control: a public file of the bound host directory is readable"
+        is "$(leaked "$out")" "" "$who: --ro-bind: a 0600 file in the bound directory stays unreadable"
+        is "$(grep -E ': done$' <<<"$out")" "" "$who: --ro-bind: every write into the bound 0777 directory (and the tmpfs in it) fails"
+        for op in remount_rw:/tmp/ro remount_rw:/tmp/ro/sub umount:/tmp/ro/sub umount:/tmp/ro; do
+            like "$(line "$out" "$op")" "^[^ ]+ errno=EPERM" "$who: --ro-bind: $op fails with EPERM"
+        done
+        like "$(sed -n 's/^up: //p' <<<"$out")" '^/tmp ' "$who: --ro-bind: .. from the bind's root is the sandbox's /tmp, not the host's"
+        is "$(find "$bind_src" -printf '%p %s %m %T@\n' | sort)" "$bind_before" "$who: --ro-bind: the host directory is unchanged"
+    done
+else
+    skip "--ro-bind of a host directory" "hutch run has no --ro-bind, or refused a 0777 directory"
+fi
+closed_out=$(hrun --json "--ro-bind=$hostdir/closed:/tmp/closed" -- /bin/cat /tmp/closed/open.txt 2>&1)
+is "$(leaked "$closed_out")" "" "--ro-bind of a 0700 host directory reveals nothing of it"
+[ -z "$sub_mounted" ] || umount "$bind_src/sub"
 
 # --- nothing carries over to the host or the next sandbox -----------------------------------------
 out=$(hrun --root -- /bin/bash -c 'for d in /tmp /var/tmp /root /run; do echo "$1" >"$d/hutch-persist-$2"; cat "$d/hutch-persist-$2"; done' _ "$tok_decoy" "$tag" 2>&1)
