@@ -20,12 +20,12 @@
 struct upper_dir {
     const char *path;
     mode_t mode;
-    int owner; /* 0 = sandbox root, 1 = sandbox user */
+    int owner; /* 0 = sandbox root, 1 = sandbox user, 2 = whoever the payload runs as */
 };
 static const struct upper_dir upper_dirs[] = {
     {"upper/tmp", 01777, 0},     {"upper/var", 0755, 0},        {"upper/var/tmp", 01777, 0},
     {"upper/run", 0755, 0},      {"upper/root", 0700, 0},       {"upper/home", 0755, 0},
-    {"upper/home/user", 0755, 1}, {"upper/output", 0755, 1}, {"upper/mnt", 0755, 0},
+    {"upper/home/user", 0755, 1}, {"upper/output", 0755, 2}, {"upper/mnt", 0755, 0},
 };
 
 static void make_dir(int ctl, int dirfd, const char *path, mode_t mode, uid_t uid)
@@ -171,9 +171,13 @@ int rootfs_enter(int ctl, const struct jail_spec *spec)
     static const char *const stage_dirs[] = {"upper", "work", "usr-upper", "usr-work", "root"};
     for (size_t i = 0; i < sizeof stage_dirs / sizeof stage_dirs[0]; i++)
         make_dir(ctl, stage, stage_dirs[i], 0755, 0);
-    for (size_t i = 0; i < sizeof upper_dirs / sizeof upper_dirs[0]; i++)
+    /* Sandbox root has no capabilities, so /output must be its own when it runs as root. */
+    uid_t payload_uid = spec->as_root ? 0 : JAIL_USER_UID;
+    for (size_t i = 0; i < sizeof upper_dirs / sizeof upper_dirs[0]; i++) {
+        int owner = upper_dirs[i].owner;
         make_dir(ctl, stage, upper_dirs[i].path, upper_dirs[i].mode,
-                 upper_dirs[i].owner ? JAIL_USER_UID : 0);
+                 owner == 2 ? payload_uid : owner == 1 ? JAIL_USER_UID : 0);
+    }
     close(stage);
 
     char root[PATH_MAX], usr[PATH_MAX];
