@@ -4,6 +4,7 @@
 
 #include "cli/doctor.h"
 #include "cli/run.h"
+#include "util/proctitle.h"
 
 #define HUTCH_VERSION "0.1.0"
 
@@ -19,6 +20,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    proctitle_init(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return 2;

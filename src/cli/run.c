@@ -30,6 +30,7 @@
 #include "jail/userns.h"
 #include "util/cleanup.h"
 #include "util/fileio.h"
+#include "util/proctitle.h"
 #include "util/utf8.h"
 
 #define TICK_MS        100
@@ -66,6 +67,7 @@ struct run {
     int file_fds[RUN_MAX_ITEMS];
     size_t n_files;
     char *argv_buf[RUN_MAX_ITEMS + 8];
+    bool argv_owned[RUN_MAX_ITEMS + 8];
     char *envp_buf[RUN_MAX_ITEMS + 16];
     int sigfd;
     struct run_facts facts;
@@ -201,6 +203,21 @@ static int prepare_code(struct run *r, err_t *err)
     for (int i = 0; i < r->opt.argc && n < RUN_MAX_ITEMS; i++)
         r->argv_buf[n++] = r->opt.argv[i];
     r->argv_buf[n] = NULL;
+    return 0;
+}
+
+/* The command line's strings are copied: the sandbox's init overwrites the original argv area
+ * (see proctitle.h). Returns 0, or -1 on allocation failure. */
+static int copy_argv(struct run *r)
+{
+    for (size_t i = 0; r->argv_buf[i]; i++) {
+        if (!proctitle_contains(r->argv_buf[i]))
+            continue;
+        r->argv_buf[i] = strdup(r->argv_buf[i]);
+        r->argv_owned[i] = true;
+        if (!r->argv_buf[i])
+            return -1;
+    }
     return 0;
 }
 
@@ -522,6 +539,8 @@ static int start(struct run *r, err_t *err)
             r->argv_buf[n++] = r->opt.argv[i];
         r->argv_buf[n] = NULL;
     }
+    if (copy_argv(r) < 0)
+        return err_set(err, ENOMEM, "copy the command line");
     if (open_files(r, err) < 0 || prepare_stdin(r, err) < 0)
         return -1;
     build_env(r);
@@ -615,8 +634,9 @@ static void finish(struct run *r)
         }
         r->have_artifacts = true;
         if (r->artifacts.truncated)
-            set_message(r, "artifacts beyond the limit of %llu bytes were not copied",
-                        (unsigned long long)r->opt.artifacts_limit);
+            set_message(r, "artifacts beyond the limits (%llu bytes, %d files, %d levels) were "
+                           "not copied", (unsigned long long)r->opt.artifacts_limit,
+                        ARTIFACTS_MAX_FILES, ARTIFACTS_MAX_DEPTH);
     }
     if (jail_destroy(&r->jail, &err) < 0) {
         r->facts.internal_error = true;
@@ -643,6 +663,9 @@ static void release(struct run *r)
         close(r->pump.pipe_w);
     if (r->sigfd >= 0)
         close(r->sigfd);
+    for (size_t i = 0; i < sizeof r->argv_buf / sizeof r->argv_buf[0]; i++)
+        if (r->argv_owned[i])
+            free(r->argv_buf[i]);
     free(r->out.buf);
     free(r->err.buf);
     if (r->have_artifacts)

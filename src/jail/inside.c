@@ -19,6 +19,7 @@
 #include "jail/privs.h"
 #include "jail/rootfs.h"
 #include "jail/userns.h"
+#include "util/proctitle.h"
 
 static void wait_for_go(int ctl)
 {
@@ -43,6 +44,7 @@ static void reset_signals(void)
 void jail_child_main(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)
 {
     reset_signals();
+    proctitle_set("hutch-init");
     wait_for_go(ctl);
     if (userns_become_root() < 0)
         control_die(ctl, errno, "become root in the user namespace");

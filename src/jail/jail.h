@@ -64,7 +64,9 @@ struct jail_spec {
     bool as_root;        /* run the payload as sandbox root (no capabilities) instead of user */
     enum seccomp_profile seccomp;
     const char *hostname;
-    const char *const *argv; /* argv[0] is looked up in the sandbox's PATH */
+    /* argv[0] is looked up in the sandbox's PATH. No string may live in the process's own argv
+     * area: the child overwrites it so /proc/1/cmdline inside shows nothing of the host's. */
+    const char *const *argv;
     const char *const *envp;
     const char *cwd; /* NULL = the user's home */
     int stdin_fd, stdout_fd, stderr_fd; /* host fds given to the payload as 0, 1, 2 */

@@ -18,6 +18,7 @@
 #include "jail/jail.h"
 #include "jail/userns.h"
 #include "util/cleanup.h"
+#include "util/proctitle.h"
 
 #define SETUP_TIMEOUT_MS 30000
 
@@ -60,6 +61,11 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
         return err_set(err, EINVAL, "sandbox spec: no command");
     if (!spec->envp)
         return err_set(err, EINVAL, "sandbox spec: no environment");
+    /* The child overwrites the argv area (proctitle_set) before it execs the payload. */
+    for (size_t i = 0; spec->argv[i]; i++)
+        if (proctitle_contains(spec->argv[i]))
+            return err_set(err, EINVAL, "sandbox spec: argv[%zu] lives in the process's own "
+                           "argv area; copy it", i);
     if (spec->limits.disk_bytes == 0)
         return err_set(err, EINVAL, "sandbox spec: the writable layer needs a size");
     if (spec->host_uid_base == 0 || spec->host_uid_base < USERNS_HOST_BASE)

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The sandbox's pid 1: named hutch-init, shows nothing of the host command line, reaps orphans,
+# and takes every leftover process with it when the program ends.
+. "$(dirname "$0")/lib.sh"
+
+token=host-secret-$$-$RANDOM
+out=$(hrun --env "TOKEN=$token" --file "/etc/hostname:/tmp/$token" -- /bin/sh -c 'tr "\0" " " </proc/1/cmdline')
+like "$out" "^hutch-init" "pid 1 is hutch-init"
+case $out in *"$token"* | *--env* | *"/etc/hostname"*) not_ok "pid 1's command line hides the host's"; diag "$out" ;;
+*) ok "pid 1's command line hides the host's" ;; esac
+
+out=$(hrun -- /bin/sh -c '(sleep 0.2 &) ; sleep 0.5; ps -e -o stat= -o comm= | grep -c "^Z"')
+is "$out" "0" "an orphan that exits is reaped by init (no zombie)"
+
+marker=/tmp/hutch-init-marker-$$
+start=$(date +%s%N)
+hrun --timeout 20 -- /bin/sh -c 'setsid sleep 60 </dev/null >/dev/null 2>&1 & echo started'
+end=$(date +%s%N)
+[ $(((end - start) / 1000000)) -lt 5000 ] && ok "a daemon left behind does not keep hutch run waiting" ||
+    not_ok "a daemon left behind does not keep hutch run waiting"
+pgrep -f "^sleep 60$" >/dev/null && not_ok "the daemon died with the sandbox" || ok "the daemon died with the sandbox"
+done_testing
