@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/cleanup.h"
 #include "util/fileio.h"
+#include "util/utf8.h"
 
 struct copy_state {
     uint64_t limit;
@@ -48,8 +50,15 @@ static int copy_regular(int src_fd, int dst, const char *name, const char *rel, 
         copied += (uint64_t)n;
     }
     st->res->bytes += copied;
-    json_array_append_new(st->res->files, json_pack("{s:s, s:I}", "path", rel, "size",
-                                                     (json_int_t)copied));
+    /* A name is any bytes but "/" and NUL, JSON wants UTF-8: a name that is not gets U+FFFD for
+     * its bad bytes in the report, rather than silently no entry at all. */
+    size_t len;
+    char *path = utf8_sanitize(rel, strlen(rel), &len);
+    json_t *entry = path ? json_pack("{s:s%, s:I}", "path", path, len, "size", (json_int_t)copied)
+                         : NULL;
+    free(path);
+    if (!entry || json_array_append_new(st->res->files, entry) < 0)
+        return err_set(st->err, ENOMEM, "report artifact %s", rel);
     return 0;
 }
 

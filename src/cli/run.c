@@ -68,6 +68,7 @@ struct run {
     size_t n_files;
     char *argv_buf[RUN_MAX_ITEMS + 8];
     bool argv_owned[RUN_MAX_ITEMS + 8];
+    char *cwd; /* --cwd, copied out of the argv area like the command line */
     char *envp_buf[RUN_MAX_ITEMS + 16];
     int sigfd;
     struct run_facts facts;
@@ -541,6 +542,9 @@ static int start(struct run *r, err_t *err)
     }
     if (copy_argv(r) < 0)
         return err_set(err, ENOMEM, "copy the command line");
+    /* The child reads --cwd after proctitle_set has wiped the argv area it points into. */
+    if (r->opt.cwd && !(r->cwd = strdup(r->opt.cwd)))
+        return err_set(err, ENOMEM, "copy --cwd");
     if (open_files(r, err) < 0 || prepare_stdin(r, err) < 0)
         return -1;
     build_env(r);
@@ -581,7 +585,7 @@ static int start(struct run *r, err_t *err)
         .seccomp = r->opt.seccomp,
         .argv = (const char *const *)r->argv_buf,
         .envp = (const char *const *)r->envp_buf,
-        .cwd = r->opt.cwd,
+        .cwd = r->cwd,
         .stdin_fd = r->child_stdin,
         .stdout_fd = out_w,
         .stderr_fd = err_w,
@@ -666,6 +670,7 @@ static void release(struct run *r)
     for (size_t i = 0; i < sizeof r->argv_buf / sizeof r->argv_buf[0]; i++)
         if (r->argv_owned[i])
             free(r->argv_buf[i]);
+    free(r->cwd);
     free(r->out.buf);
     free(r->err.buf);
     if (r->have_artifacts)

@@ -54,3 +54,13 @@ print(v if isinstance(v,str) else json.dumps(v))' "$1" "$2"
 }
 # probe NAME: --file arguments that copy build/probe/NAME to /tmp/NAME in the sandbox.
 probe() { echo "--file=$PROBES/$1:/tmp/$1"; }
+# jpy JSON EXPR: a Python expression over the parsed object o, e.g. 'len(o["stdout"])' (strings
+# raw, others as JSON). For what jfield cannot say: lengths, nested fields, sums.
+jpy() {
+    python3 -c 'import json,sys
+o=json.loads(sys.argv[1])
+v=eval(sys.argv[2])
+print(v if isinstance(v,str) else json.dumps(v))' "$1" "$2"
+}
+# now_ms: CLOCK_REALTIME in milliseconds, to time a run from outside.
+now_ms() { date +%s%3N; }

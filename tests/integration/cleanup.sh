@@ -1,0 +1,308 @@
+# hutch run leaves nothing behind, whichever way it ends: normal exit, timeout, its own failure,
+# SIGINT and SIGTERM, and SIGKILL of hutch itself (its keeper and PDEATHSIG clean up), also with
+# daemons inside; and 200 runs in a row change nothing on the host.
+#
+# Other sessions may run sandboxes on this host at the same time, so what is shared (cgroups,
+# processes) is checked by attribution: a run's cgroup is hutch/run-PID-N for hutch's PID, its
+# processes are in that cgroup, its keeper holds our private uid-slot lock file.
+. "$(dirname "$0")/lib.sh"
+
+scratch=$(mktemp -d /tmp/hutch-cleanup.XXXXXX)
+bg_pids=()
+cleanup_cleanup() {
+    local p
+    for p in "${bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$scratch"
+    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
+}
+trap cleanup_cleanup EXIT
+mkdir -p "$HUTCH_RUN_DIR"
+lockfile=$HUTCH_RUN_DIR/uid-slots.lock
+
+# run_dirs PID: the cgroup directories of hutch PID's runs, in every hierarchy.
+run_dirs() { ls -d /sys/fs/cgroup/*/hutch/run-"$1"-* 2>/dev/null; }
+# alive PIDS...: those that are not zombies (an orphaned init waits a while for the host's pid 1
+# to reap it: a zombie holds nothing).
+alive() {
+    local p
+    for p in "$@"; do
+        [ "$(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)" = Z ] || [ ! -e /proc/"$p" ] || echo "$p"
+    done | words
+}
+# run_procs PID: live processes in those cgroups.
+run_procs() {
+    alive $(grep -l -- "/hutch/run-$1-" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3 | sort -un)
+}
+# lock_holders: processes with our uid-slot lock file open (hutch runs and their keepers).
+lock_holders() {
+    find /proc/[0-9]*/fd -lname "$lockfile" 2>/dev/null | cut -d/ -f3 | sort -un | words
+}
+# ofd_locks: OFD locks held on our lock file.
+ofd_locks() {
+    local id
+    id=$(python3 -c 'import os,sys; s=os.stat(sys.argv[1]); print("%02x:%02x:%d" % (os.major(s.st_dev), os.minor(s.st_dev), s.st_ino))' "$lockfile" 2>/dev/null) || { echo 0; return; }
+    awk -v id="$id" '$2 == "OFDLCK" && $0 ~ " " id " " {n++} END {print n + 0}' /proc/locks
+}
+# slot_free SLOT: 0 if byte SLOT of the lock file can be locked now (then released at once).
+slot_free() {
+    python3 - "$lockfile" "$1" <<'EOF'
+import fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+F_OFD_SETLK = 37
+try:
+    fcntl.fcntl(fd, F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, int(sys.argv[2]), 1, 0))
+except OSError:
+    sys.exit(1)
+sys.exit(0)
+EOF
+}
+# procs_with TEXT: live processes whose command line contains TEXT (ours carry unique sleep times;
+# hutch's own command line holds them too, so this is for after hutch is gone).
+procs_with() { alive $(pgrep -f -- "$1"); }
+# sleeping TOKEN: the live "sleep TOKEN" processes (in a sandbox).
+sleeping() { alive $(pgrep -f -- "^sleep $1\$"); }
+is_sleeping() { [ -n "$(sleeping "$1")" ]; }
+words() { echo $(cat); }
+host_mounts() { wc -l </proc/self/mountinfo; }
+# wait_until CMD...: polls CMD for up to 5 s.
+wait_until() {
+    local i
+    for i in $(seq 250); do "$@" && return 0; sleep 0.02; done
+    return 1
+}
+# uniq_sleep: a sleep argument no other process on the host has (GNU sleep takes fractions).
+uniq_sleep() { echo "30.$$$RANDOM$RANDOM"; }
+
+# gone PID WHAT [TOKEN...]: within 3 s of hutch PID's end, nothing of its run is left.
+gone() {
+    local hp=$1 what=$2; shift 2
+    local t0 tok left
+    t0=$(now_ms)
+    while :; do
+        left="$(run_dirs "$hp")$(run_procs "$hp")$(lock_holders)"
+        for tok in "$@"; do left="$left$(procs_with "$tok")"; done
+        [ -z "$left" ] && [ "$(ofd_locks)" = 0 ] && break
+        [ $(($(now_ms) - t0)) -ge 3000 ] && break
+        sleep 0.05
+    done
+    diag "$what: $([ -z "$left" ] && echo "all clear" || echo "NOT clear") $(($(now_ms) - t0)) ms after hutch ended"
+    is "$(run_dirs "$hp")" "" "$what: no run-$hp-* cgroup directory left"
+    is "$(run_procs "$hp")" "" "$what: no process left in its cgroups"
+    is "$(lock_holders)/$(ofd_locks)" "/0" "$what: no keeper or hutch holds the uid lock; no OFD lock left"
+    for tok in "$@"; do is "$(procs_with "$tok")" "" "$what: no 'sleep $tok' left"; done
+}
+
+mounts_before=$(host_mounts)
+
+# --- the ordinary ends ----------------------------------------------------------------------
+
+"$HUTCH" run --json -- true >"$scratch/ok.json" 2>&1 &
+hp=$!; bg_pids+=($hp); wait $hp; rc=$?
+is "$(jfield "$(cat "$scratch/ok.json")" status)/$rc" "OK/0" "normal exit: OK"
+gone $hp "normal exit"
+
+tok=$(uniq_sleep)
+"$HUTCH" run --json --timeout 1 -- sleep "$tok" >"$scratch/to.json" 2>&1 &
+hp=$!; bg_pids+=($hp); wait $hp; rc=$?
+is "$(jfield "$(cat "$scratch/to.json")" status)/$rc" "TO/1" "timeout: TO"
+gone $hp "timeout" "$tok"
+
+tok=$(uniq_sleep)
+"$HUTCH" run --json --timeout 2 -- sh -c "sleep $tok & echo started" >"$scratch/bgkid.json" 2>&1 &
+hp=$!; bg_pids+=($hp); wait $hp; rc=$?
+is "$(jfield "$(cat "$scratch/bgkid.json")" status)/$rc" "OK/0" "program exits, leaving a child behind: OK"
+gone $hp "exit with a child left running" "$tok"
+
+"$HUTCH" run --json --cwd /no/such/dir -- true >"$scratch/xx.json" 2>&1 &
+hp=$!; bg_pids+=($hp); wait $hp; rc=$?
+is "$(jfield "$(cat "$scratch/xx.json")" status)/$rc" "XX/2" "setup failure inside the sandbox: XX"
+gone $hp "setup failure"
+
+"$HUTCH" run --json --artifacts /proc/version -- true >"$scratch/xx2.json" 2>&1 &
+hp=$!; bg_pids+=($hp); wait $hp; rc=$?
+is "$(jfield "$(cat "$scratch/xx2.json")" status)/$rc" "XX/2" "artifacts cannot be copied: XX"
+gone $hp "failure after the run"
+
+# --- signals to hutch run ----------------------------------------------------------------
+
+for sig in INT TERM; do
+    tok=$(uniq_sleep)
+    "$HUTCH" run --json -- sleep "$tok" >"$scratch/sig.json" 2>&1 &
+    hp=$!; bg_pids+=($hp)
+    if wait_until is_sleeping "$tok"; then ok "SIG$sig: the sandbox is up"
+    else not_ok "SIG$sig: the sandbox is up"; fi
+    t0=$(now_ms)
+    kill -s "$sig" "$hp"
+    wait $hp; rc=$?
+    t1=$(now_ms)
+    out=$(cat "$scratch/sig.json")
+    is "$(jfield "$out" status)/$rc" "XX/2" "SIG$sig to hutch run: XX, exit 2"
+    like "$(jfield "$out" message)" "interrupted by" "SIG$sig: the message says it was interrupted"
+    if [ $((t1 - t0)) -lt 3000 ]; then ok "SIG$sig: hutch ended $((t1 - t0)) ms later"
+    else not_ok "SIG$sig: hutch ended $((t1 - t0)) ms later"; fi
+    gone $hp "SIG$sig" "$tok"
+done
+
+# --- SIGKILL of hutch run itself --------------------------------------------------------------
+
+tok=$(uniq_sleep)
+"$HUTCH" run -- sh -c "cat /proc/self/uid_map; exec sleep $tok" >"$scratch/k9.out" 2>&1 &
+hp=$!; bg_pids+=($hp)
+wait_until is_sleeping "$tok"
+slot=$(awk '{print int(($2 - 1073741824) / 65536)}' "$scratch/k9.out")
+is "$(run_dirs $hp | grep -cE '^/sys/fs/cgroup/(memory|pids)/')" 2 \
+    "kill -9: before, the run has its memory and pids cgroups ($(run_dirs $hp | wc -l) directories in all)"
+nprocs=$(run_procs $hp | wc -w)
+if [ "$nprocs" -ge 2 ]; then ok "kill -9: before, $nprocs processes in its cgroup (init, sleep)"
+else not_ok "kill -9: before, $nprocs processes in its cgroup (init, sleep)"; fi
+is "$(lock_holders | wc -w)/$(ofd_locks)" "2/1" "kill -9: before, hutch and its keeper hold the lock file; one OFD lock"
+if [ -n "$slot" ] && ! slot_free "$slot"; then ok "kill -9: before, uid slot $slot is locked"
+else not_ok "kill -9: before, uid slot '$slot' is locked"; fi
+kill -9 $hp
+wait $hp 2>/dev/null; rc=$?
+is "$rc" 137 "kill -9 of hutch run: it died of SIGKILL"
+gone $hp "kill -9" "$tok"
+if [ -n "$slot" ] && slot_free "$slot"; then ok "kill -9: uid slot $slot can be locked again"
+else not_ok "kill -9: uid slot '$slot' can be locked again"; fi
+is "$(host_mounts)" "$mounts_before" "kill -9: the host's mount table is as before"
+
+# daemons: setsid, double fork, nohup, ignoring SIGHUP and SIGTERM
+t1=$(uniq_sleep); t2=$(uniq_sleep); t3=$(uniq_sleep); t4=$(uniq_sleep)
+"$HUTCH" run -- sh -c "trap '' HUP TERM
+    setsid sleep $t1 &
+    (setsid sh -c 'sleep $t2 & exit' &)
+    nohup sleep $t3 >/dev/null 2>&1 &
+    exec sleep $t4" >"$scratch/daemons.out" 2>&1 &
+hp=$!; bg_pids+=($hp)
+all_up() { [ -n "$(sleeping "$t1")" ] && [ -n "$(sleeping "$t2")" ] && [ -n "$(sleeping "$t3")" ] && [ -n "$(sleeping "$t4")" ]; }
+wait_until all_up
+is "$(for t in $t1 $t2 $t3 $t4; do sleeping "$t" | wc -w; done | words)" "1 1 1 1" "daemons: all four running before the kill"
+is "$(awk '{print $6 == $1}' /proc/"$(sleeping "$t1")"/stat 2>/dev/null)" 1 "daemons: the setsid one leads its own session"
+{ kill -9 $hp; wait $hp; } 2>/dev/null
+gone $hp "kill -9 with daemons" "$t1" "$t2" "$t3" "$t4"
+
+# kill -9 of hutch while the sandbox is still being set up
+for delay in 0.01 0.03 0.06; do
+    "$HUTCH" run -- true >/dev/null 2>&1 &
+    hp=$!; bg_pids+=($hp)
+    sleep "$delay"
+    kill -9 $hp 2>/dev/null
+    wait $hp 2>/dev/null
+    gone $hp "kill -9 after $delay s"
+done
+# kill -9 at the worst moments of setup, held there by strace: while hutch creates the cgroup
+# directories, and after they exist but before the keeper that would remove them is forked.
+# kill_in_setup WHAT MIN_DIRS STRACE-ARGS...
+kill_in_setup() {
+    local what=$1 min=$2; shift 2
+    # LeakSanitizer cannot work under ptrace
+    ASAN_OPTIONS=detect_leaks=0 strace -f -qq -o "$scratch/strace.log" "$@" "$HUTCH" run -- true \
+        >"$scratch/setup.out" 2>&1 &
+    local sp=$! hp="" i n
+    bg_pids+=($sp)
+    # strace forks test children of its own first: hutch is the child running $HUTCH
+    local exe c
+    exe=$(readlink -f "$HUTCH")
+    for i in $(seq 250); do
+        for c in $(cat /proc/$sp/task/$sp/children 2>/dev/null); do
+            [ "$(readlink /proc/"$c"/exe 2>/dev/null)" = "$exe" ] && hp=$c
+        done
+        [ -n "$hp" ] && break
+        sleep 0.01
+    done
+    for i in $(seq 250); do
+        [ "$(run_dirs "$hp" | wc -l)" -ge "$min" ] && break
+        sleep 0.02
+    done
+    n=$(run_dirs "$hp" | wc -l)
+    kill -9 "$hp"
+    wait "$sp" 2>/dev/null
+    if [ "$n" -ge "$min" ]; then ok "$what: hutch held with $n cgroup directories made"
+    else
+        not_ok "$what: hutch held with $n cgroup directories made (want >= $min)"
+        diag "hutch pid '$hp' said: $(head -c 500 "$scratch/setup.out")" "strace: $(head -c 3000 "$scratch/strace.log")"
+    fi
+    gone "$hp" "$what"
+    # what hutch left behind, the test does not: empty cgroups, removed by their exact name
+    for d in $(run_dirs "$hp"); do rmdir "$d"; done
+}
+if command -v strace >/dev/null; then
+    kill_in_setup "kill -9 while creating the cgroups" 1 \
+        -e trace=mkdir,mkdirat -e inject=mkdir,mkdirat:delay_exit=150000
+    kill_in_setup "kill -9 after the cgroups, before the keeper" 2 \
+        -e trace=clone,clone3 -e inject=clone,clone3:delay_enter=500000:when=1
+else
+    skip "kill -9 during setup" "no strace"
+fi
+is "$(host_mounts)" "$mounts_before" "the host's mount table is as before"
+
+# --- 200 in a row -----------------------------------------------------------------------------
+
+fast=$ROOT/build/hutch
+if [ ! -x "$fast" ]; then
+    skip "200 runs in a row" "build/hutch is not built"
+else
+    "$fast" run -- true  # the template exists before the first snapshot
+    snap_dirs() { ls -d /sys/fs/cgroup/*/hutch/run-* 2>/dev/null | sort; }
+    snap_procs() { ps -e -o pid=,stat= | awk '$2 !~ /^Z/ {print $1}' | sort; }
+    snap_tree() { find "$HUTCH_RUN_DIR" "$HUTCH_STATE_DIR" 2>/dev/null | sort; }
+    snap_tmp() { ls -A /tmp | sort; }
+    snap_dirs >"$scratch/dirs.0"; snap_procs >"$scratch/procs.0"; snap_tree >"$scratch/tree.0"
+    snap_tmp >"$scratch/tmp.0"
+    m0=$(host_mounts)
+    : >"$scratch/pids"
+    fails=0
+    t0=$(now_ms)
+    for i in $(seq 200); do
+        "$fast" run -- /bin/true 2>>"$scratch/loop.err" &
+        p=$!
+        echo "$p" >>"$scratch/pids"
+        wait $p || fails=$((fails + 1))
+    done
+    t1=$(now_ms)
+    is "$fails" 0 "200 runs in a row: each exits 0 ($((t1 - t0)) ms)"
+    [ "$fails" -gt 0 ] && diag "$(head -n 5 "$scratch/loop.err")"
+    # a directory of ours: run-PID-N for a PID of the loop (all dead by now)
+    ours() { grep -E "/run-($(paste -sd'|' "$scratch/pids"))-[0-9]+$"; }
+    left=""
+    for i in $(seq 100); do
+        left=$(snap_dirs | comm -13 "$scratch/dirs.0" - | ours)
+        [ -z "$left" ] && break
+        sleep 0.02
+    done
+    is "$left" "" "200 runs: no run-* cgroup directory of theirs left"
+    n0=$(wc -l <"$scratch/dirs.0"); n1=$(snap_dirs | wc -l)
+    diag "run-* directories on the host (all sessions): $n0 before, $n1 after"
+    leaked=""
+    for p in $(cat "$scratch/pids"); do leaked="$leaked$(run_procs "$p")"; done
+    is "$leaked/$(lock_holders)" "/" "200 runs: no process left in their cgroups, none holding the lock"
+    new_procs=$(snap_procs | comm -13 "$scratch/procs.0" -)
+    ours_new=""
+    for p in $new_procs; do
+        u=$(awk '/^Uid:/ {print $2}' /proc/"$p"/status 2>/dev/null) || continue
+        # a process in a sandbox's uid range that is in no live run's cgroup
+        if [ -n "$u" ] && [ "$u" -ge 1073741824 ] && ! grep -q '/hutch/run-' /proc/"$p"/cgroup 2>/dev/null; then
+            ours_new="$ours_new $p"
+        fi
+    done
+    is "$ours_new" "" "200 runs: no new process with a sandbox uid outside a run's cgroup"
+    diag "processes on the host: $(wc -l <"$scratch/procs.0") before, $(snap_procs | wc -l) after"
+    is "$(host_mounts)" "$m0" "200 runs: the host's mount table has as many entries as before ($m0)"
+    is "$(snap_tree | diff "$scratch/tree.0" - | head -n 5)" "" "200 runs: \$HUTCH_RUN_DIR and \$HUTCH_STATE_DIR unchanged"
+    # /tmp is shared with other sessions: entries they make (mktemp names, their tools) are not
+    # ours; anything a sandbox wrote through would be owned by a sandbox uid.
+    new_tmp=$(snap_tmp | comm -13 "$scratch/tmp.0" -)
+    suspicious=""
+    while IFS= read -r e; do
+        [ -z "$e" ] && continue
+        u=$(stat -c %u "/tmp/$e" 2>/dev/null) || continue
+        # other sessions' scratch directories are hutch-NAME.XXXXXX (mktemp), owned by root
+        if [ "$u" -ge 1073741824 ] || [[ $e =~ ^(run-|hutch) && ! $e =~ ^hutch-[a-z_-]+\.[A-Za-z0-9]{6}$ ]]; then
+            suspicious="$suspicious $e"
+        fi
+    done <<<"$new_tmp"
+    is "$suspicious" "" "200 runs: nothing new in /tmp from hutch or a sandbox"
+    diag "/tmp entries: $(wc -l <"$scratch/tmp.0") before, $(snap_tmp | wc -l) after"
+fi
+
+done_testing

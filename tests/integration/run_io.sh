@@ -1,0 +1,216 @@
+# hutch run: what goes in (environment, files, stdin, code for --lang, arguments) and what comes
+# out (stdout and stderr as valid JSON, artifacts from /output, read as hostile), and runs side
+# by side without cross-talk, each in its own uid range.
+. "$(dirname "$0")/lib.sh"
+
+scratch=$(mktemp -d /tmp/hutch-io.XXXXXX)
+bg_pids=()
+cleanup_io() {
+    local p
+    for p in "${bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$scratch"
+    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
+}
+trap cleanup_io EXIT
+# words: stdin with runs of whitespace made single spaces, no trailing newline.
+words() { echo $(cat); }
+
+# --- environment --------------------------------------------------------------------------
+
+out=$(hjson --env A=B --env 'X=a=b c' -- sh -c 'echo "$A|$X"'); rc=$?
+is "$(jfield "$out" stdout)/$rc" "B|a=b c/0" "--env A=B and a value with = and a space"
+out=$(HUTCH_HOST_ONLY=leak hjson -- env); rc=$?
+env_in=$(jfield "$out" stdout)
+is "$(grep -E '^(HOME|USER|LOGNAME|PATH|LANG)=' <<<"$env_in" | sort | words)" \
+    "HOME=/home/user LANG=C.UTF-8 LOGNAME=user PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin USER=user" \
+    "default environment: HOME, USER, LOGNAME, PATH, LANG"
+is "$(grep -c -E '^(HUTCH_HOST_ONLY|HUTCH_STATE_DIR|ASAN_OPTIONS)=' <<<"$env_in")" 0 \
+    "no host variable reaches the sandbox"
+out=$(hjson --env PATH=/custom/bin:/bin -- /bin/sh -c 'echo "$PATH"; env | grep -c "^PATH="'); rc=$?
+is "$(jfield "$out" stdout | words)/$rc" "/custom/bin:/bin 1/0" "--env PATH=... replaces PATH (once)"
+out=$(hjson --env PATH=/nowhere -- sh -c true); rc=$?
+is "$(jfield "$out" status)/$(jfield "$out" exit_code)" "RE/127" "--env PATH=/nowhere: the command is looked up in it"
+out=$(hjson --env HOME=/tmp -- sh -c 'echo "$HOME"'); rc=$?
+is "$(jfield "$out" stdout)" "/tmp" "--env overrides HOME too"
+out=$(hjson --root -- sh -c 'echo "$HOME $USER $(id -u) $(id -g)"; grep ^CapEff /proc/self/status'); rc=$?
+is "$(jfield "$out" stdout | words)/$rc" "/root root 0 0 CapEff: 0000000000000000/0" \
+    "--root: uid and gid 0, HOME=/root, no capabilities"
+out=$(hjson -- sh -c 'echo "$(id -u) $(id -g) $(id -un) $(pwd)"'); rc=$?
+is "$(jfield "$out" stdout)" "1000 1000 user /home/user" "default: uid 1000 (user), cwd /home/user"
+out=$(hjson --cwd /tmp -- pwd); rc=$?
+is "$(jfield "$out" stdout)/$rc" "/tmp/0" "--cwd /tmp"
+out=$(hjson --cwd /no/such/dir -- pwd); rc=$?
+like "$(jfield "$out" message)/$rc" "/no/such/dir.*/2$" "--cwd to a missing directory: fails (exit 2), naming it"
+
+# --- files --------------------------------------------------------------------------------
+
+head -c 300000 /dev/urandom >"$scratch/blob"
+want_sum=$(sha256sum <"$scratch/blob" | cut -d' ' -f1)
+printf '#!/bin/sh\necho script-ran "$@"\n' >"$scratch/script.sh"
+chmod 755 "$scratch/script.sh"
+chmod 640 "$scratch/blob"
+out=$(hjson --file "$scratch/blob:/data/blob.bin" --file "$scratch/blob:rel/dir/b" \
+    --file "$scratch/script.sh:/tmp/s.sh" -- sh -c '
+    sha256sum /data/blob.bin /home/user/rel/dir/b | cut -d" " -f1
+    stat -c "%u:%g %a %n" /data/blob.bin /home/user/rel/dir/b /tmp/s.sh
+    /tmp/s.sh x
+    echo more >> /home/user/rel/dir/b && echo writable'); rc=$?
+so=$(jfield "$out" stdout)
+is "$(jfield "$out" status)/$rc" "OK/0" "--file: the run is OK"
+is "$(sed -n 1,2p <<<"$so" | words)" "$want_sum $want_sum" "--file: 300 kB of random bytes arrive intact, absolute and relative"
+is "$(sed -n 3,5p <<<"$so" | words)" \
+    "1000:1000 640 /data/blob.bin 1000:1000 640 /home/user/rel/dir/b 1000:1000 755 /tmp/s.sh" \
+    "--file: owned by the user, relative lands under /home/user, modes kept"
+is "$(sed -n 6,7p <<<"$so" | words)" "script-ran x writable" "--file: an executable runs; the user can write its file"
+is "$(sha256sum <"$scratch/blob" | cut -d' ' -f1)" "$want_sum" "--file: the host file is untouched"
+out=$(hjson --file "$scratch/nope:/x" -- true); rc=$?
+like "$(jfield "$out" status)/$rc/$(jfield "$out" message)" "^XX/2/.*nope: No such file" "--file of a missing host file: XX, names it"
+out=$(hjson --file "$scratch:/x" -- true); rc=$?
+like "$(jfield "$out" status)/$rc/$(jfield "$out" message)" "^XX/2/.*not a regular file" "--file of a directory: XX"
+
+# --- stdin --------------------------------------------------------------------------------
+
+is "$(echo data | hrun -- cat)" "data" "stdin from a pipe reaches the program"
+is "$(hrun -- sha256sum <"$scratch/blob" | cut -d' ' -f1)" "$want_sum" "a file as stdin: 300 kB intact"
+big=$(head -c 3000000 /dev/zero | hrun -- wc -c)
+is "$big" 3000000 "3 MB through a stdin pipe"
+is "$(hrun -- cat </dev/null | wc -c)" 0 "stdin /dev/null: empty"
+out=$(echo hidden | hjson -- sh -c 'exec 0<&-; echo closed'); rc=$?
+is "$(jfield "$out" stdout)/$rc" "closed/0" "a program that closes stdin unread is fine"
+out=$(yes | hjson -- head -n 2); rc=$?
+is "$(jfield "$out" stdout | words)/$rc" "y y/0" "endless stdin, program reads 2 lines and exits: OK, no hang"
+
+# --- --lang -------------------------------------------------------------------------------
+
+out=$(hjson --lang python --code 'print(6*7)'); rc=$?
+is "$(jfield "$out" stdout)/$rc" "42/0" "--lang python --code"
+out=$(hjson --lang node --code 'console.log(6*7)'); rc=$?
+is "$(jfield "$out" stdout)/$rc" "42/0" "--lang node --code"
+out=$(hjson --lang bash --code 'echo $((6*7))'); rc=$?
+is "$(jfield "$out" stdout)/$rc" "42/0" "--lang bash --code"
+printf 'import sys\nprint("file", sys.argv[1:])\n' >"$scratch/prog.py"
+out=$(hjson --lang python --code-file "$scratch/prog.py" -- a 'b c'); rc=$?
+is "$(jfield "$out" stdout)/$rc" "file ['a', 'b c']/0" "--lang python --code-file, extra args reach sys.argv"
+is "$(echo 'print(6*7)' | hrun --lang python)" 42 "--lang python, code from stdin"
+is "$(echo 'import sys; print(repr(sys.stdin.read()))' | hrun --lang python)" "''" \
+    "code from stdin: the program's own stdin is empty"
+is "$(hrun --lang python --code-file - -- x <"$scratch/prog.py")" "file ['x']" "--code-file - reads stdin"
+out=$(hjson --lang node --code 'console.log(process.argv.slice(2).join(","))' -- p q); rc=$?
+is "$(jfield "$out" stdout)" "p,q" "--lang node: extra args in process.argv"
+out=$(hjson --lang bash --code 'echo "$0:$#:$1"' -- one two); rc=$?
+is "$(jfield "$out" stdout)" "/tmp/main.sh:2:one" "--lang bash: extra args are \$1..."
+out=$(hjson --lang python --code 'raise SystemExit(4)'); rc=$?
+is "$(jfield "$out" status)/$(jfield "$out" exit_code)/$rc" "RE/4/1" "--lang python exit status is the verdict's"
+out=$(hjson --lang python --code-file "$scratch/missing.py"); rc=$?
+like "$(jfield "$out" status)/$rc/$(jfield "$out" message)" "^XX/2/.*missing.py" "--code-file missing: XX, names it"
+
+# --- output as JSON -----------------------------------------------------------------------
+
+# strict: the bytes must be UTF-8 (jfield's argv round trip would hide bad bytes)
+strict_json() { python3 -c 'import json,sys; o=json.loads(sys.stdin.buffer.read().decode("utf-8", "strict")); print(ascii(o[sys.argv[1]]))' "$1"; }
+hjson -- sh -c 'printf "ok\377\376abc\n"; printf "e\300\n" >&2' >"$scratch/bin.json"; rc=$?
+is "$(strict_json stdout <"$scratch/bin.json")/$rc" "'ok\\ufffd\\ufffdabc\\n'/0" "non-UTF-8 stdout: valid JSON, bad bytes as U+FFFD"
+is "$(strict_json stderr <"$scratch/bin.json")" "'e\\ufffd\\n'" "non-UTF-8 stderr: valid JSON"
+hjson -- printf 'a\0b\n' >"$scratch/nul.json"
+is "$(strict_json stdout <"$scratch/nul.json")" "'a\\x00b\\n'" "a NUL byte in the output survives as \\u0000"
+is "$(hjson -- sh -c 'printf "\342\202\254 \360\237\230\200"' | strict_json stdout)" "'\u20ac \U0001f600'" \
+    "valid multibyte UTF-8 passes unchanged"
+is "$(hrun -- printf 'raw\377' | od -An -tx1 | words)" "72 61 77 ff" "without --json the bytes pass through raw"
+
+# --- artifacts ----------------------------------------------------------------------------
+
+art=$scratch/art
+out=$(hjson --artifacts "$art" -- sh -c '
+    echo hello > /output/a.txt
+    mkdir -p /output/sub/deep && head -c 5000 /dev/zero > /output/sub/deep/b.bin
+    : > /output/empty
+    ln -s /etc/passwd /output/passwd-link
+    ln -s /output/a.txt /output/a-link
+    mkfifo /output/fifo
+    mkdir /output/emptydir'); rc=$?
+is "$(jfield "$out" status)/$rc" "OK/0" "--artifacts: OK"
+is "$(jpy "$out" '" ".join("%s=%d" % (a["path"], a["size"]) for a in sorted(o["artifacts"], key=lambda a: a["path"]))')" \
+    "a.txt=6 empty=0 sub/deep/b.bin=5000" "--artifacts: files and subdirectories reported with sizes; no links, no FIFO"
+is "$(cat "$art/a.txt" 2>&1)/$(stat -c %s "$art/sub/deep/b.bin" 2>&1)" "hello/5000" "--artifacts: the contents arrived"
+is "$(find "$art" -type l | wc -l)" 0 "--artifacts: no symlink created on the host"
+if [ -e "$art/passwd-link" ] && cmp -s "$art/passwd-link" /etc/passwd; then
+    not_ok "--artifacts: a symlink to /etc/passwd is not followed"
+else ok "--artifacts: a symlink to /etc/passwd is not followed"; fi
+is "$(find "$art" -type p | wc -l)/$(jfield "$out" artifacts_truncated)" "0/false" "--artifacts: a FIFO is skipped, not reported as truncation"
+is "$(find "$art" -type d | sed "s|^$art||" | sort | words)" "/emptydir /sub /sub/deep" "--artifacts: directories kept, empty ones too"
+
+t0=$(now_ms)
+out=$(timeout 20 "$HUTCH" run --json --artifacts "$scratch/fifo" -- sh -c 'mkfifo /output/p; echo x > /output/after'); rc=$?
+t1=$(now_ms)
+is "$(jfield "$out" status)/$rc/$(cat "$scratch/fifo/after" 2>&1)" "OK/0/x" "--artifacts: a FIFO with no writer does not hang the copy"
+if [ $((t1 - t0)) -lt 5000 ]; then ok "--artifacts with a FIFO: done in $((t1 - t0)) ms"
+else not_ok "--artifacts with a FIFO: done in $((t1 - t0)) ms"; fi
+
+out=$(hjson --artifacts "$scratch/cap" --artifacts-limit 150K -- sh -c \
+    'for i in 1 2 3; do head -c 100000 /dev/urandom > /output/f$i; done'); rc=$?
+copied=$(du -sb --apparent-size "$scratch/cap" | cut -f1); dirsize=$(stat -c %s "$scratch/cap")
+copied=$((copied - dirsize))
+is "$(jfield "$out" artifacts_truncated)/$rc" "true/0" "--artifacts-limit 150K with 300 kB: artifacts_truncated, still OK"
+is "$copied/$(jpy "$out" 'sum(a["size"] for a in o["artifacts"])')" "153600/153600" \
+    "--artifacts-limit: exactly the 153600-byte cap copied, and reported"
+like "$(jfield "$out" message)" "artifacts beyond the limits" "--artifacts-limit: the message says so"
+
+out=$(hjson --artifacts "$scratch/many" -- sh -c '
+    d=/output; for i in $(seq 20); do d=$d/d$i; done; mkdir -p $d; echo deep > $d/f
+    for i in $(seq 1005); do : > /output/n$i; done'); rc=$?
+is "$(jfield "$out" status)/$(jfield "$out" artifacts_truncated)/$(jpy "$out" 'len(o["artifacts"])')" "OK/true/1000" \
+    "1005 files and 20 levels: 1000 files copied, artifacts_truncated"
+is "$(find "$scratch/many" -type f | wc -l)/$(find "$scratch/many" -name f | wc -l)" "1000/0" \
+    "1000 files on the host, nothing below depth 16"
+
+out=$(hjson --artifacts "$scratch/names" -- sh -c 'echo x > "/output/$(printf "bad\377name")"; echo y > "/output/new
+line"'); rc=$?
+is "$(jpy "$out" 'sorted(a["path"] for a in o["artifacts"])')" '["bad\ufffdname", "new\nline"]' \
+    "artifact names that are not UTF-8 or hold a newline are still reported"
+is "$(find "$scratch/names" -type f -printf . | wc -c)" 2 "both odd names copied"
+
+# The host's artifact directory holds a symlink where the sandbox writes a file or a directory:
+# hutch must not write through it.
+mkdir -p "$scratch/trap" "$scratch/victim-dir"
+echo victim >"$scratch/victim"
+ln -s "$scratch/victim" "$scratch/trap/a.txt"
+ln -s "$scratch/victim-dir" "$scratch/trap/sub"
+out=$(hjson --artifacts "$scratch/trap" -- sh -c 'echo evil > /output/a.txt; mkdir /output/sub; echo evil > /output/sub/x'); rc=$?
+is "$(cat "$scratch/victim")/$(ls "$scratch/victim-dir" | wc -l)" "victim/0" \
+    "a symlink planted in the host's artifact directory is not written through"
+is "$(jfield "$out" status)/$rc" "XX/2" "... and the run says it could not copy (XX)"
+
+# --- 20 at once ---------------------------------------------------------------------------
+
+t0=$(now_ms)
+for i in $(seq 20); do
+    "$HUTCH" run --json -- sh -c "echo token-$i; cat /proc/self/uid_map; sleep 1" \
+        >"$scratch/c$i.json" 2>"$scratch/c$i.err" &
+    bg_pids+=($!)
+    eval "cpid$i=$!"
+done
+rcs=""
+for i in $(seq 20); do
+    p=cpid$i
+    wait "${!p}"; rcs="$rcs$?"
+done
+t1=$(now_ms)
+is "$rcs" "$(printf '0%.0s' $(seq 20))" "20 concurrent runs: each exits 0"
+bad=0 bases=""
+for i in $(seq 20); do
+    o=$(cat "$scratch/c$i.json")
+    so=$(jfield "$o" stdout 2>/dev/null)
+    first=$(head -n 1 <<<"$so")
+    if [ "$(jfield "$o" status 2>/dev/null)" != OK ] || [ "$first" != "token-$i" ] ||
+        [ "$(grep -c token <<<"$so")" != 1 ] || [ -s "$scratch/c$i.err" ]; then
+        bad=$((bad + 1)); diag "run $i: $(head -c 300 "$scratch/c$i.json") $(head -c 300 "$scratch/c$i.err")"
+    fi
+    bases="$bases $(sed -n 2p <<<"$so" | awk '{print $2}')"
+done
+is "$bad" 0 "20 concurrent runs: each OK with its own token only"
+is "$(echo $bases | tr ' ' '\n' | grep -c .)/$(echo $bases | tr ' ' '\n' | sort -u | grep -c .)" "20/20" \
+    "20 concurrent runs: 20 different host uid ranges"
+if [ $((t1 - t0)) -lt 10000 ]; then ok "20 concurrent runs of 1 s took $((t1 - t0)) ms"
+else not_ok "20 concurrent runs of 1 s took $((t1 - t0)) ms"; fi
+
+done_testing
