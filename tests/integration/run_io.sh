@@ -80,6 +80,28 @@ is "$(jfield "$out" stdout)/$rc" "closed/0" "a program that closes stdin unread 
 out=$(yes | hjson -- head -n 2); rc=$?
 is "$(jfield "$out" stdout | words)/$rc" "y y/0" "endless stdin, program reads 2 lines and exits: OK, no hang"
 
+# A terminal is never handed in (TIOCSTI could type into the host's shell), nor a socket: the
+# program gets a pipe that hutch feeds.
+stdin_kind() {
+    python3 - "$HUTCH" "$1" <<'EOF'
+import os, pty, socket, subprocess, sys
+cmd = [sys.argv[1], "run", "--", "sh", "-c",
+       "test -t 0 && echo tty || echo notty; readlink /proc/self/fd/0 | cut -d: -f1; head -c 5; echo"]
+if sys.argv[2] == "pty":
+    ours, theirs = pty.openpty()
+else:
+    a, b = socket.socketpair()
+    ours, theirs = a.detach(), b.detach()
+p = subprocess.Popen(cmd, stdin=theirs, stdout=subprocess.PIPE)
+os.close(theirs)
+os.write(ours, b"hello\n")
+out = p.communicate(timeout=20)[0]
+print(out.decode(errors="replace").replace("\n", " ").strip(), p.returncode)
+EOF
+}
+is "$(stdin_kind pty)" "notty pipe hello 0" "stdin a terminal: the program gets a pipe with the bytes, not the tty"
+is "$(stdin_kind socket)" "notty pipe hello 0" "stdin a socket: the program gets a pipe with the bytes"
+
 # --- --lang -------------------------------------------------------------------------------
 
 out=$(hjson --lang python --code 'print(6*7)'); rc=$?
