@@ -388,8 +388,7 @@ static void check_limits(struct run *r, uint64_t deadline_ns)
     }
     uint64_t cpu_ns;
     err_t ignored;
-    /* >= 0: the v1 reader returns 1 for a value read */
-    if (cgroup_read_cpu_ns(r->jail.cgroup, &cpu_ns, &ignored) >= 0 &&
+    if (cgroup_read_cpu_ns(r->jail.cgroup, &cpu_ns, &ignored) == 0 &&
         cpu_ns - r->cpu_base_ns >= r->opt.cpu_time_ms * 1000000ull) {
         r->facts.cpu_timeout = true;
         set_message(r, "CPU time limit of %.3f s reached", r->opt.cpu_time_ms / 1000.0);
