@@ -125,6 +125,16 @@ int cgroup_dir_open_parent(struct cgroup_dir *d, int root_fd, err_t *err)
 
 int cgroup_dir_make(const struct cgroup *cg, struct cgroup_dir *d, err_t *err)
 {
+    if (cg->adopt) {
+        /* Whatever exists is ours to remove (created = true); a missing one is no error. */
+        d->fd = openat(d->parent_fd, cg->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        d->created = d->fd >= 0;
+        if (d->fd < 0 && errno != ENOENT) {
+            err_set(err, errno, "open");
+            return cgroup_dir_fail(cg, d, err);
+        }
+        return 0;
+    }
     /* EEXIST means another sandbox of this run owns the name: never adopt its group. */
     if (mkdirat(d->parent_fd, cg->name, 0755) < 0) {
         err_set(err, errno, "mkdir");
@@ -425,12 +435,12 @@ static struct cgroup *cgroup_alloc(const char *name, enum cgroup_mode mode, err_
     return cg;
 }
 
-int cgroup_create(const char *name, const struct cgroup_limits *limits, struct cgroup **out,
-                  err_t *err)
+static int cgroup_build(const char *name, const struct cgroup_limits *limits, bool adopt,
+                        struct cgroup **out, err_t *err)
 {
     static const struct cgroup_limits no_limits;
     *out = NULL;
-    if (!limits)
+    if (!limits || adopt)
         limits = &no_limits;
     enum cgroup_mode mode;
     if (cgroup_name_check(name, err) < 0 || cgroup_detect(&mode, err) < 0)
@@ -438,6 +448,7 @@ int cgroup_create(const char *name, const struct cgroup_limits *limits, struct c
     __attribute__((cleanup(cgroup_rollbackp))) struct cgroup *cg = cgroup_alloc(name, mode, err);
     if (!cg)
         return -1;
+    cg->adopt = adopt;
     if (mode != CGROUP_MODE_V2 && cgroup_v1_create(cg, limits, err) < 0)
         return -1;
     if (mode != CGROUP_MODE_V1) {
@@ -447,6 +458,34 @@ int cgroup_create(const char *name, const struct cgroup_limits *limits, struct c
     }
     *out = steal_pointer(&cg);
     return 0;
+}
+
+int cgroup_create(const char *name, const struct cgroup_limits *limits, struct cgroup **out,
+                  err_t *err)
+{
+    return cgroup_build(name, limits, false, out, err);
+}
+
+/* Whether every hierarchy the mode uses has hutch/NAME: only then can a process be inside,
+ * because processes are cloned in after cgroup_create has made all of them. */
+static bool cgroup_complete(const struct cgroup *cg)
+{
+    for (size_t i = 0; i < cg->v1_count; i++)
+        if (cg->v1[i].fd < 0)
+            return false;
+    return cg->mode == CGROUP_MODE_V1 || cg->v2.fd >= 0;
+}
+
+int cgroup_remove_by_name(const char *name, err_t *err)
+{
+    struct cgroup *cg;
+    if (cgroup_build(name, NULL, true, &cg, err) < 0)
+        return -1;
+    if (cgroup_complete(cg))
+        return cgroup_destroy(cg, err);
+    int rc = cgroup_remove_all(cg, err);
+    free(cg);
+    return rc;
 }
 
 int cgroup_clone_into_fd(const struct cgroup *cg)

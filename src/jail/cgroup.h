@@ -53,7 +53,8 @@ int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
 /* SIGKILLs every process in the cgroup and waits (bounded) until it is empty. */
 int cgroup_kill(struct cgroup *cg, err_t *err);
 int cgroup_set_frozen(struct cgroup *cg, bool frozen, err_t *err);
-/* Fills out with the fds cg holds (at most max); returns how many. */
-size_t cgroup_held_fds(const struct cgroup *cg, int *out, size_t max);
+/* Kills and removes whatever exists of hutch/NAME, found afresh (for a keeper whose supervisor
+ * died, perhaps half-way through cgroup_create). Nothing there is no error. */
+int cgroup_remove_by_name(const char *name, err_t *err);
 /* Kills what is left, removes the directories, frees cg. Safe on NULL. */
 int cgroup_destroy(struct cgroup *cg, err_t *err);

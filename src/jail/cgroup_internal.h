@@ -37,6 +37,7 @@ struct cgroup_dir {
 
 struct cgroup {
     enum cgroup_mode mode;
+    bool adopt; /* cgroup_remove_by_name: open what exists of hutch/NAME instead of making it */
     char name[CGROUP_NAME_MAX + 1];
     struct cgroup_dir v2;                  /* cgroup2 group on V2 and HYBRID; fd -1 on V1 */
     bool v2_memory;                        /* memory controller enabled in the v2 group (V2 only) */

@@ -1,6 +1,7 @@
 #include "jail/control.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,7 +84,13 @@ int control_recv(int sock, struct control_msg *msg, int *fd)
     if (n == 0) {
         if (got_fd >= 0)
             close(got_fd);
-        return 0;
+        /* SOCK_SEQPACKET delivers an empty datagram as a 0-byte read, like EOF: a peer that is
+         * still there sent a malformed message, and must not make the host think it hung up. */
+        struct pollfd pfd = {.fd = sock, .events = POLLRDHUP};
+        if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLRDHUP)))
+            return 0;
+        errno = EBADMSG;
+        return -1;
     }
     /* A short or truncated message, or an unknown type, is never trusted. */
     if (n != (ssize_t)sizeof *msg || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||

@@ -104,7 +104,7 @@ static void close_all_except(int *keep, size_t n)
 
 /* The keeper outlives a supervisor killed with SIGKILL and removes the cgroup it left behind;
  * holding keep_fd (the uid range lock) until then keeps the range from being reused early. */
-static int keeper_start(struct jail *jail, struct cgroup *cg, int keep_fd, err_t *err)
+static int keeper_start(struct jail *jail, const char *cgroup_name, int keep_fd, err_t *err)
 {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0)
@@ -116,8 +116,8 @@ static int keeper_start(struct jail *jail, struct cgroup *cg, int keep_fd, err_t
         return err_set(err, errno, "fork keeper");
     }
     if (pid == 0) {
-        int keep[16] = {fds[0], keep_fd};
-        close_all_except(keep, 2 + cgroup_held_fds(cg, keep + 2, 14));
+        int keep[2] = {fds[0], keep_fd};
+        close_all_except(keep, 2);
         /* Out of the supervisor's session and deaf to its signals: Ctrl-C or a group kill
          * aimed at the supervisor must not take the keeper before it has cleaned up. */
         setsid();
@@ -132,7 +132,7 @@ static int keeper_start(struct jail *jail, struct cgroup *cg, int keep_fd, err_t
         } while (n < 0 && errno == EINTR);
         if (n != 1) {
             err_t ignored;
-            cgroup_destroy(cg, &ignored);
+            cgroup_remove_by_name(cgroup_name, &ignored);
         }
         _exit(0);
     }
@@ -227,9 +227,10 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
         return -1;
     struct cgroup_limits cg_limits = {.memory_bytes = spec->limits.memory_bytes,
                                       .pids = spec->limits.pids};
-    if (cgroup_create(spec->name, &cg_limits, &out->cgroup, err) < 0)
+    /* The keeper first: from the first mkdir on, a SIGKILLed supervisor leaves nothing. */
+    if (spec->die_with_parent && keeper_start(out, spec->name, spec->keep_fd, err) < 0)
         return -1;
-    if (spec->die_with_parent && keeper_start(out, out->cgroup, spec->keep_fd, err) < 0)
+    if (cgroup_create(spec->name, &cg_limits, &out->cgroup, err) < 0)
         goto fail;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
