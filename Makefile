@@ -20,7 +20,19 @@ SAN_LIB_OBJS := $(LIB_SRCS:%.c=build/san/%.o) build/san/gen/seccomp_builtin.o
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/tests/%)
 PROBE_BINS := $(PROBE_SRCS:tests/probe/%.c=build/probe/%)
 
-.PHONY: all san test unit clean bench format
+# Fuzz targets (tests/fuzz/): run as unit tests through a deterministic driver (gcc, sanitizers),
+# and under libFuzzer by `make fuzz` (clang; not part of `make test`).
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+UNIT_BINS  += $(FUZZ_NAMES:%=build/tests/test_fuzz_%)
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 30
+# clang lacks -Wformat-truncation, and flags libseccomp's SCMP_A0() for a missing field.
+FUZZ_CFLAGS := $(filter-out -Wno-format-truncation,$(CFLAGS_BASE)) -Wno-missing-field-initializers \
+	-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=build/fuzz/obj/%.o) build/fuzz/obj/gen/seccomp_builtin.o
+.SECONDARY: $(FUZZ_LIB_OBJS)
+
+.PHONY: all san test unit clean bench format fuzz
 all: build/hutch
 
 build/hutch: $(OBJS)
@@ -65,6 +77,26 @@ build/tests/%: tests/unit/%.c tests/unit/tap.h $(SAN_LIB_OBJS)
 	@echo "  TEST  $@"
 	@$(CC) $(CFLAGS_BASE) $(SAN) -Itests/unit -o $@ $< $(SAN_LIB_OBJS) $(LIBS)
 
+build/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/driver.c tests/fuzz/fuzz.h $(SAN_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	@echo "  TEST  $@"
+	@$(CC) $(CFLAGS_BASE) $(SAN) -DFUZZ_NAME='"$*"' -o $@ $< tests/fuzz/driver.c \
+		$(SAN_LIB_OBJS) $(LIBS)
+
+build/fuzz/obj/gen/%.o: build/gen/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $< (libFuzzer)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+build/fuzz/obj/%.o: %.c $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC    $< (libFuzzer)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB_OBJS)
+	@echo "  FUZZ  $@"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJS) $(LIBS)
+
 # Probes run inside sandboxes: static, so they need nothing from the sandbox's /usr.
 build/probe/%: tests/probe/%.c
 	@mkdir -p $(dir $@)
@@ -76,6 +108,19 @@ unit: $(UNIT_BINS)
 
 test: build/hutch build/hutch-san $(UNIT_BINS) $(PROBE_BINS)
 	@bash tests/run-all.sh
+
+# Each target for FUZZ_SECONDS; new inputs go to build/fuzz/corpus/NAME, crashes to build/fuzz/NAME-*.
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs clang with libFuzzer"; exit 1; }
+	@$(MAKE) --no-print-directory $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
+	@failed=; for n in $(FUZZ_NAMES); do \
+		mkdir -p build/fuzz/corpus/$$n; \
+		echo "  FUZZ  $$n for $(FUZZ_SECONDS) s (log build/fuzz/$$n.log)"; \
+		build/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/$$n- \
+			build/fuzz/corpus/$$n tests/fuzz/corpus/$$n >build/fuzz/$$n.log 2>&1 \
+			|| { failed="$$failed $$n"; grep -E '^(==|SUMMARY|fuzz:|artifact_prefix|Test unit)' build/fuzz/$$n.log; }; \
+		grep -E '^Done [0-9]+ runs' build/fuzz/$$n.log | sed 's/^/        /'; \
+	done; [ -z "$$failed" ] || { echo "fuzz: failed:$$failed"; exit 1; }
 
 bench: build/hutch
 	@bash bench/run.sh

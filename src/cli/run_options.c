@@ -132,10 +132,10 @@ static int parse_env(const char *s, struct run_options *o, err_t *err)
 static int normalize_sandbox_path(const char *in, char *out, size_t size)
 {
     char buf[4096];
-    if (in[0] == '/')
-        snprintf(buf, sizeof buf, "%s", in);
-    else
-        snprintf(buf, sizeof buf, "%s/%s", JAIL_USER_HOME, in);
+    int n = in[0] == '/' ? snprintf(buf, sizeof buf, "%s", in)
+                         : snprintf(buf, sizeof buf, "%s/%s", JAIL_USER_HOME, in);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        return -1; /* cut short, it would name another path */
     size_t len = 0;
     char *save = NULL;
     out[0] = '\0';
@@ -273,7 +273,9 @@ int run_options_parse(int argc, char **argv, struct run_options *o, err_t *err)
     o->nofile = RUN_DEFAULT_NOFILE;
     o->artifacts_limit = RUN_DEFAULT_ARTIFACTS_LIMIT;
     o->seccomp = SECCOMP_PROFILE_DEFAULT;
-    optind = 1;
+    /* 0, not 1: glibc then resets all of getopt's state. With 1 it would go on from where the
+     * previous call stopped inside a cluster of short options ("-ab"), in that call's argv. */
+    optind = 0;
     opterr = 0;
     int opt;
     /* "+": stop at the first non-option, so the command's own flags are never ours. */
