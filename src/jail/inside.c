@@ -20,6 +20,7 @@
 #include "jail/rootfs.h"
 #include "jail/userns.h"
 #include "util/proctitle.h"
+#include "util/fileio.h"
 
 static void wait_for_go(int ctl)
 {
@@ -132,6 +133,15 @@ void jail_exec_payload(const struct jail_spec *spec, int ctl, const struct secco
     const char *cwd = spec->cwd ? spec->cwd : (spec->as_root ? "/root" : JAIL_USER_HOME);
     if (privs_drop(uid, spec->die_with_parent) < 0)
         control_die(ctl, errno, "drop privileges");
+    /* The OOM killer must pick the program, never init: tmpfs pages belong to no process, so at
+     * the memory limit init (a copy of the supervisor) can look largest. Lowering init's score
+     * needs CAP_SYS_RESOURCE, which hosts may withhold; raising the payload's needs nothing, and
+     * under host memory pressure it is right too: a sandbox goes before the host's services.
+     * Dumpable first: the credential change made us not, and /proc/self would then belong to
+     * host root, out of our reach. (execve sets it again as for any program.) */
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
+        file_write_str_at(AT_FDCWD, "/proc/self/oom_score_adj", "1000", NULL) < 0)
+        control_die(ctl, errno, "set oom_score_adj");
     if (chdir(cwd) < 0)
         control_die(ctl, errno, "chdir %s", cwd);
     if (landlock_restrict() < 0)
