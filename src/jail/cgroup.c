@@ -436,7 +436,7 @@ static struct cgroup *cgroup_alloc(const char *name, enum cgroup_mode mode, err_
 }
 
 static int cgroup_build(const char *name, const struct cgroup_limits *limits, bool adopt,
-                        struct cgroup **out, err_t *err)
+                        bool with_v1, struct cgroup **out, err_t *err)
 {
     static const struct cgroup_limits no_limits;
     *out = NULL;
@@ -449,13 +449,13 @@ static int cgroup_build(const char *name, const struct cgroup_limits *limits, bo
     if (!cg)
         return -1;
     cg->adopt = adopt;
-    if (mode != CGROUP_MODE_V2 && cgroup_v1_create(cg, limits, err) < 0)
-        return -1;
     if (mode != CGROUP_MODE_V1) {
         const char *root = cgroup_v2_root(err);
         if (!root || cgroup_v2_create(cg, root, limits, err) < 0)
             return -1;
     }
+    if (with_v1 && mode != CGROUP_MODE_V2 && cgroup_v1_create(cg, limits, err) < 0)
+        return -1;
     *out = steal_pointer(&cg);
     return 0;
 }
@@ -463,7 +463,21 @@ static int cgroup_build(const char *name, const struct cgroup_limits *limits, bo
 int cgroup_create(const char *name, const struct cgroup_limits *limits, struct cgroup **out,
                   err_t *err)
 {
-    return cgroup_build(name, limits, false, out, err);
+    return cgroup_build(name, limits, false, true, out, err);
+}
+
+int cgroup_create_for_clone(const char *name, const struct cgroup_limits *limits,
+                            struct cgroup **out, err_t *err)
+{
+    return cgroup_build(name, limits, false, false, out, err);
+}
+
+int cgroup_create_finish(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
+{
+    static const struct cgroup_limits no_limits;
+    if (cg->mode == CGROUP_MODE_V2)
+        return 0;
+    return cgroup_v1_create(cg, limits ? limits : &no_limits, err);
 }
 
 /* Whether every hierarchy the mode uses has hutch/NAME: only then can a process be inside,
@@ -479,7 +493,7 @@ static bool cgroup_complete(const struct cgroup *cg)
 int cgroup_remove_by_name(const char *name, err_t *err)
 {
     struct cgroup *cg;
-    if (cgroup_build(name, NULL, true, &cg, err) < 0)
+    if (cgroup_build(name, NULL, true, true, &cg, err) < 0)
         return -1;
     if (cgroup_complete(cg))
         return cgroup_destroy(cg, err);

@@ -34,6 +34,14 @@ int cgroup_detect(enum cgroup_mode *mode, err_t *err);
  * joins. A controller the host lacks is an error that names it. */
 int cgroup_create(const char *name, const struct cgroup_limits *limits, struct cgroup **out,
                   err_t *err);
+/* cgroup_create in two steps, so that a sandbox can be building its root filesystem while the
+ * v1 groups are made: the first makes only what clone3(CLONE_INTO_CGROUP) needs (the cgroup2
+ * group, with its limits on v2; nothing on pure v1), the second the v1 groups and their limits.
+ * A process cloned in between must join the v1 groups (cgroup_self_attach) before it runs
+ * anything untrusted. After a failure of the second, cgroup_destroy cleans up both. */
+int cgroup_create_for_clone(const char *name, const struct cgroup_limits *limits,
+                            struct cgroup **out, err_t *err);
+int cgroup_create_finish(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
 /* fd of the cgroup2 directory for clone3(CLONE_INTO_CGROUP), or -1 on pure v1. Owned by cg. */
 int cgroup_clone_into_fd(const struct cgroup *cg);
 /* Moves pid into the hierarchies that CLONE_INTO_CGROUP did not cover (all of them on v1). */

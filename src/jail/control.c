@@ -8,23 +8,27 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int control_send(int sock, const struct control_msg *msg, int fd)
+int control_send_fds(int sock, const struct control_msg *msg, const int *fds, size_t n_fds)
 {
     struct iovec iov = {.iov_base = (void *)msg, .iov_len = sizeof *msg};
     union {
-        char buf[CMSG_SPACE(sizeof(int))];
+        char buf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)];
         struct cmsghdr align;
     } u;
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (fd >= 0) {
+    if (n_fds > CONTROL_MAX_FDS) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (n_fds > 0) {
         memset(&u, 0, sizeof u);
         mh.msg_control = u.buf;
-        mh.msg_controllen = sizeof u.buf;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
     }
     for (;;) {
         ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
@@ -36,6 +40,11 @@ int control_send(int sock, const struct control_msg *msg, int fd)
             errno = EMSGSIZE;
         return -1;
     }
+}
+
+int control_send(int sock, const struct control_msg *msg, int fd)
+{
+    return control_send_fds(sock, msg, &fd, fd >= 0 ? 1 : 0);
 }
 
 int control_send_simple(int sock, enum control_type type, int code, int sig, const char *text)
@@ -50,24 +59,31 @@ int control_send_simple(int sock, enum control_type type, int code, int sig, con
     return control_send(sock, &msg, -1);
 }
 
-int control_recv(int sock, struct control_msg *msg, int *fd)
+static void close_all(const int *fds, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+int control_recv_fds(int sock, struct control_msg *msg, int *fds, size_t max_fds, size_t *n_fds)
 {
     union {
-        char buf[CMSG_SPACE(sizeof(int) * 4)];
+        char buf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)];
         struct cmsghdr align;
     } u;
     struct iovec iov = {.iov_base = msg, .iov_len = sizeof *msg};
     struct msghdr mh = {
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    if (fd)
-        *fd = -1;
+    *n_fds = 0;
     ssize_t n;
     do {
         n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
     } while (n < 0 && errno == EINTR);
     if (n < 0)
         return -1;
-    int got_fd = -1;
+    /* Every fd that arrived is either handed out or closed: a hostile peer cannot make us
+     * leak them. */
+    size_t got = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
@@ -75,15 +91,14 @@ int control_recv(int sock, struct control_msg *msg, int *fd)
         for (size_t i = 0; i < count; i++) {
             int f;
             memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
-            if (got_fd < 0 && fd)
-                got_fd = f;
+            if (got < max_fds)
+                fds[got++] = f;
             else
                 close(f);
         }
     }
     if (n == 0) {
-        if (got_fd >= 0)
-            close(got_fd);
+        close_all(fds, got);
         /* SOCK_SEQPACKET delivers an empty datagram as a 0-byte read, like EOF: a peer that is
          * still there sent a malformed message, and must not make the host think it hung up. */
         struct pollfd pfd = {.fd = sock, .events = POLLRDHUP};
@@ -95,17 +110,23 @@ int control_recv(int sock, struct control_msg *msg, int *fd)
     /* A short or truncated message, or an unknown type, is never trusted. */
     if (n != (ssize_t)sizeof *msg || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
         msg->type == 0 || msg->type >= CONTROL_TYPE_MAX) {
-        if (got_fd >= 0)
-            close(got_fd);
+        close_all(fds, got);
         errno = EBADMSG;
         return -1;
     }
     msg->text[sizeof msg->text - 1] = '\0';
-    if (fd)
-        *fd = got_fd;
-    else if (got_fd >= 0)
-        close(got_fd);
+    *n_fds = got;
     return 1;
+}
+
+int control_recv(int sock, struct control_msg *msg, int *fd)
+{
+    int fds[1];
+    size_t n;
+    int rc = control_recv_fds(sock, msg, fds, fd ? 1 : 0, &n);
+    if (fd)
+        *fd = rc == 1 && n == 1 ? fds[0] : -1;
+    return rc;
 }
 
 void control_die(int sock, int errnum, const char *fmt, ...)

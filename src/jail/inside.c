@@ -31,6 +31,24 @@ static void wait_for_go(int ctl)
         _exit(1);
 }
 
+/* The parent made the v1 groups while we built the root; it sends their `tasks` fds. */
+static void join_cgroups(int ctl)
+{
+    struct control_msg msg;
+    int fds[CONTROL_MAX_FDS];
+    size_t n;
+    int rc = control_recv_fds(ctl, &msg, fds, CONTROL_MAX_FDS, &n);
+    if (rc <= 0)
+        _exit(1); /* the parent gave up; it kills us anyway */
+    if (msg.type != CONTROL_CGROUPS || (size_t)msg.code != n) {
+        for (size_t i = 0; i < n; i++)
+            close(fds[i]);
+        control_die(ctl, EPROTO, "expected the cgroup fds");
+    }
+    if (cgroup_self_attach(fds, n) < 0)
+        control_die(ctl, errno, "join the sandbox's cgroups");
+}
+
 /* The supervisor blocks and ignores signals of its own; none of that may leak into the sandbox,
  * where a blocked or ignored SIGPIPE or SIGINT would survive execve. */
 static void reset_signals(void)
@@ -52,10 +70,6 @@ void jail_child_main(const struct jail_spec *spec, int ctl, const struct seccomp
     /* After the credential change above: a change of credentials clears the death signal. */
     if (spec->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         control_die(ctl, errno, "PR_SET_PDEATHSIG");
-    /* Now, not at clone: only after the parent moved us into every cgroup does the namespace's
-     * root sit at our own cgroup, hiding the host's tree. */
-    if (unshare(CLONE_NEWCGROUP) < 0)
-        control_die(ctl, errno, "unshare cgroup namespace");
     const char *hostname = spec->hostname ? spec->hostname : "hutch";
     if (sethostname(hostname, strlen(hostname)) < 0)
         control_die(ctl, errno, "sethostname");
@@ -63,6 +77,13 @@ void jail_child_main(const struct jail_spec *spec, int ctl, const struct seccomp
         control_die(ctl, errno, "bring up lo");
     umask(022);
     int output_fd = rootfs_enter(ctl, spec);
+    /* Into the v1 groups before anything the caller or the program controls is charged: the
+     * files copied in, and everything after. */
+    join_cgroups(ctl);
+    /* Now, not at clone: only after we joined every cgroup does the namespace's
+     * root sit at our own cgroup, hiding the host's tree. */
+    if (unshare(CLONE_NEWCGROUP) < 0)
+        control_die(ctl, errno, "unshare cgroup namespace");
     rootfs_copy_files(ctl, spec, spec->as_root ? 0 : JAIL_USER_UID);
     if (privs_apply_rlimits(&spec->limits) < 0)
         control_die(ctl, errno, "setrlimit");

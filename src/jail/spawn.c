@@ -176,6 +176,24 @@ static pid_t clone_into_namespaces(struct jail *jail, int *pidfd)
     return (pid_t)syscall(SYS_clone3, &args, sizeof args);
 }
 
+/* Makes the v1 groups (with their limits) while the child builds its root filesystem, and hands
+ * it their `tasks` files: it joins them itself before it forks anything untrusted. */
+static int send_cgroups(struct jail *jail, const struct cgroup_limits *limits, err_t *err)
+{
+    if (cgroup_create_finish(jail->cgroup, limits, err) < 0)
+        return -1;
+    int fds[CONTROL_MAX_FDS];
+    size_t n = 0;
+    if (cgroup_self_attach_open(jail->cgroup, fds, CONTROL_MAX_FDS, &n, err) < 0)
+        return -1;
+    struct control_msg msg = {.type = CONTROL_CGROUPS, .code = (int32_t)n};
+    int rc = control_send_fds(jail->control_fd, &msg, fds, n);
+    int saved = errno;
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+    return rc < 0 ? err_set(err, saved, "send cgroups to sandbox init") : 0;
+}
+
 /* Waits for init's READY. Returns 0, or -1 with err filled from the child's own report. */
 static int wait_ready(struct jail *jail, err_t *err)
 {
@@ -230,7 +248,8 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
     /* The keeper first: from the first mkdir on, a SIGKILLed supervisor leaves nothing. */
     if (spec->die_with_parent && keeper_start(out, spec->name, spec->keep_fd, err) < 0)
         return -1;
-    if (cgroup_create(spec->name, &cg_limits, &out->cgroup, err) < 0)
+    /* Only what clone3 needs now; the v1 groups are made while the child builds its root. */
+    if (cgroup_create_for_clone(spec->name, &cg_limits, &out->cgroup, err) < 0)
         goto fail;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -238,33 +257,19 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
         goto fail;
     }
     out->control_fd = sv[0];
-    int attach_fds[8];
-    size_t n_attach = 0;
-    if (cgroup_self_attach_open(out->cgroup, attach_fds, 8, &n_attach, err) < 0) {
-        close(sv[1]);
-        goto fail;
-    }
     pid_t pid = clone_into_namespaces(out, &out->pidfd);
     if (pid < 0) {
         err_set(err, errno, "clone3 into new namespaces");
         close(sv[1]);
-        for (size_t i = 0; i < n_attach; i++)
-            close(attach_fds[i]);
         goto fail;
     }
     if (pid == 0) {
-        /* First of all, before the child charges anything: into the v1 hierarchies that
-         * CLONE_INTO_CGROUP could not cover (see cgroup_self_attach). */
-        if (cgroup_self_attach(attach_fds, n_attach) < 0)
-            control_die(sv[1], errno, "join the sandbox's cgroups");
         close(sv[0]);
         if (out->keeper_fd >= 0)
             close(out->keeper_fd); /* or the keeper would never see the supervisor die */
         jail_child_main(spec, sv[1], prog);
     }
     close(sv[1]);
-    for (size_t i = 0; i < n_attach; i++)
-        close(attach_fds[i]);
     out->pid = pid;
     if (userns_write_maps(pid, spec->host_uid_base, JAIL_UID_COUNT, err) < 0)
         goto fail;
@@ -272,6 +277,8 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
         err_set(err, errno, "send go to sandbox init");
         goto fail;
     }
+    if (send_cgroups(out, &cg_limits, err) < 0)
+        goto fail;
     if (wait_ready(out, err) < 0)
         goto fail;
     return 0;

@@ -18,8 +18,8 @@
 #include "jail/control.h"
 
 #define MAX_RECORDS 64
-#define MAX_FDS     7
-#define FD_WINDOW   16 /* fds above the lowest free one that are watched for leaks */
+#define MAX_FDS     15
+#define FD_WINDOW   32 /* fds above the lowest free one that are watched for leaks */
 
 static int send_datagram(int sock, const void *buf, size_t len, int nfds)
 {
@@ -88,7 +88,7 @@ static void check_one(int receiver, const unsigned char *payload, size_t len, in
     if (len >= sizeof type)
         memcpy(&type, payload, sizeof type);
     /* More fds than control_recv has room for arrive cut (MSG_CTRUNC): refused too. */
-    int well_formed = len == sizeof sent && type != 0 && type < CONTROL_TYPE_MAX && nfds <= 4;
+    int well_formed = len == sizeof sent && type != 0 && type < CONTROL_TYPE_MAX && nfds <= CONTROL_MAX_FDS;
     if (well_formed) {
         fuzz_assert(rc == 1);
         memcpy(&sent, payload, sizeof sent);
@@ -139,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             payload = padded;
             len = sizeof padded;
         }
-        int nfds = (flags & 0x80) ? (int)(flags & 7) : 0;
+        int nfds = (flags & 0x80) ? (int)(flags & 0x0f) : 0;
         if (send_datagram(sv[1], payload, len, nfds) < 0)
             continue; /* too big for the socket: nothing was sent */
         check_one(sv[0], payload, len, nfds, !(flags & 0x40));

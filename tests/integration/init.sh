@@ -19,4 +19,8 @@ end=$(date +%s%N)
 [ $(((end - start) / 1000000)) -lt 5000 ] && ok "a daemon left behind does not keep hutch run waiting" ||
     not_ok "a daemon left behind does not keep hutch run waiting"
 pgrep -f "^sleep 60$" >/dev/null && not_ok "the daemon died with the sandbox" || ok "the daemon died with the sandbox"
+out=$(hrun -- cat /proc/self/cgroup)
+bad=$(echo "$out" | grep -v ':/$' || true)
+[ -n "$out" ] && [ -z "$bad" ] && ok "the cgroup namespace hides the host's cgroup tree (every line is /)" ||
+    { not_ok "the cgroup namespace hides the host's cgroup tree (every line is /)"; diag "$out"; }
 done_testing
