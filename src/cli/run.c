@@ -402,7 +402,10 @@ static void supervise(struct run *r)
     uint64_t gave_up_at = 0;
     for (;;) {
         bool streams_open = r->out.fd >= 0 || r->err.fd >= 0;
-        if (r->init_exited && !streams_open)
+        /* Done once the payload's end is known and its output complete; init need not have
+         * finished tearing down its namespaces for the counters to be read (jail_destroy waits
+         * for that). */
+        if ((r->init_exited || r->facts.payload_ended) && !streams_open)
             break;
         if (r->init_exited && !gave_up_at)
             gave_up_at = jail_now_ns() + DRAIN_GRACE_MS * 1000000ull;

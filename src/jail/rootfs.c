@@ -26,14 +26,15 @@ static const struct upper_dir upper_dirs[] = {
     {"upper/tmp", 01777, 0},     {"upper/var", 0755, 0},        {"upper/var/tmp", 01777, 0},
     {"upper/run", 0755, 0},      {"upper/root", 0700, 0},       {"upper/home", 0755, 0},
     {"upper/home/user", 0755, 1}, {"upper/output", 0755, 2}, {"upper/mnt", 0755, 0},
+    {"upper/dev", 0755, 0},      {"upper/dev/shm", 01777, 0},
 };
 
 static void make_dir(int ctl, int dirfd, const char *path, mode_t mode, uid_t uid)
 {
     if (mkdirat(dirfd, path, mode) < 0 && errno != EEXIST)
         control_die(ctl, errno, "mkdir %s", path);
-    /* mkdir honours the umask and drops the sticky bit on some filesystems: set it exactly. */
-    if (fchmodat(dirfd, path, mode, 0) < 0)
+    /* mkdir honours the umask (022 here) and may drop the sticky bit: set those exactly. */
+    if ((mode & ~(mode_t)0755) && fchmodat(dirfd, path, mode, 0) < 0)
         control_die(ctl, errno, "chmod %s", path);
     if (uid != 0 && fchownat(dirfd, path, uid, uid, AT_SYMLINK_NOFOLLOW) < 0)
         control_die(ctl, errno, "chown %s", path);
@@ -89,40 +90,20 @@ static void bind_read_only(int ctl, const char *root, const struct jail_mount *m
 
 static void setup_dev(int ctl, const char *root)
 {
-    char dev[PATH_MAX], path[PATH_MAX];
-    snprintf(dev, sizeof dev, "%s/dev", root);
-    mount_or_die(ctl, "tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=65536k");
-    /* No mknod in a user namespace: bind the host's harmless character devices onto files. */
+    char path[PATH_MAX];
+    /* No mknod in a user namespace: the host's harmless character devices are bound onto the
+     * template's empty files (template.c). */
     static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
     for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dev, devices[i]);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0)
-            control_die(ctl, errno, "create %s", path);
-        close(fd);
         char host[64];
         snprintf(host, sizeof host, "/dev/%s", devices[i]);
+        snprintf(path, sizeof path, "%s%s", root, host);
         mount_or_die(ctl, host, path, NULL, MS_BIND, NULL);
     }
-    snprintf(path, sizeof path, "%s/pts", dev);
-    if (mkdir(path, 0755) < 0)
-        control_die(ctl, errno, "mkdir %s", path);
     /* A private devpts instance: the sandbox sees only its own ptys, never the host's. */
+    snprintf(path, sizeof path, "%s/dev/pts", root);
     mount_or_die(ctl, "devpts", path, "devpts", MS_NOSUID | MS_NOEXEC,
                  "newinstance,ptmxmode=0666,mode=0620");
-    snprintf(path, sizeof path, "%s/shm", dev);
-    if (mkdir(path, 01777) < 0 || chmod(path, 01777) < 0)
-        control_die(ctl, errno, "mkdir %s", path);
-    static const char *const links[][2] = {
-        {"pts/ptmx", "ptmx"},           {"/proc/self/fd", "fd"},
-        {"/proc/self/fd/0", "stdin"},   {"/proc/self/fd/1", "stdout"},
-        {"/proc/self/fd/2", "stderr"},
-    };
-    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dev, links[i][1]);
-        if (symlink(links[i][0], path) < 0)
-            control_die(ctl, errno, "symlink %s", path);
-    }
 }
 
 static void setup_proc(int ctl, const char *root)

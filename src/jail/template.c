@@ -124,6 +124,31 @@ static int build_etc(int root, err_t *err)
     return 0;
 }
 
+/* /dev's skeleton lives in the template, so a sandbox only binds devices onto it: no tmpfs, no
+ * files or links made per run. Device nodes cannot be made in a user namespace; these empty
+ * files are the mount points for the host's harmless character devices (rootfs.c). */
+static int build_dev(int root, err_t *err)
+{
+    static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+    static const char *const links[][2] = {
+        {"pts/ptmx", "dev/ptmx"},         {"/proc/self/fd", "dev/fd"},
+        {"/proc/self/fd/0", "dev/stdin"}, {"/proc/self/fd/1", "dev/stdout"},
+        {"/proc/self/fd/2", "dev/stderr"},
+    };
+    if (mkdirat(root, "dev/pts", 0755) < 0 || mkdirat(root, "dev/shm", 0755) < 0)
+        return err_set(err, errno, "mkdir dev/pts, dev/shm");
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "dev/%s", devices[i]);
+        if (file_create_at(root, path, "", 0, 0666, err) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
+        if (symlinkat(links[i][0], root, links[i][1]) < 0)
+            return err_set(err, errno, "symlink %s", links[i][1]);
+    return 0;
+}
+
 /* The skeleton mirrors the host's merged-/usr links, so /bin/sh and /lib64/ld-linux resolve. */
 static int build_skeleton(int root, err_t *err)
 {
@@ -147,7 +172,7 @@ static int build_skeleton(int root, err_t *err)
         if (symlinkat(target, root, links[i]) < 0)
             return err_set(err, errno, "symlink %s", links[i]);
     }
-    return 0;
+    return build_dev(root, err);
 }
 
 static int remove_tree_at(int parent, const char *name)

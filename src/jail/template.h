@@ -1,13 +1,13 @@
 /* Templates: prepared read-only root filesystems that sandboxes use as their lower layer.
  * `base` is generated from the host, once, under STATE/templates/: a skeleton tree (empty /usr to
- * mount the host's /usr on, the usual merged-/usr symlinks, mount points) and a generated /etc
+ * mount the host's /usr on, the usual merged-/usr symlinks, mount points, /dev's files and links) and a generated /etc
  * (user `user`, uid 1000, home /home/user) plus a short list of non-secret host /etc files that
  * programs need (ld.so.cache, alternatives, localtime, ...). */
 #pragma once
 #include <limits.h>
 #include "util/err.h"
 
-#define TEMPLATE_BASE_VERSION 1
+#define TEMPLATE_BASE_VERSION 2
 
 struct template_paths {
     char rootfs[PATH_MAX]; /* the lower layer */
