@@ -34,11 +34,15 @@
 #include "util/utf8.h"
 
 #define TICK_MS        100
-#define DRAIN_GRACE_MS 2000
+#define DRAIN_GRACE_MS 1000
 
 struct stream {
     int fd;          /* read end, -1 once at EOF */
     int forward_fd;  /* where the bytes go live (-1 in JSON mode) */
+    /* Bytes read but not yet forwarded: we read again only when it is empty, so a slow reader
+     * of ours slows the program down (its pipe fills) instead of blocking the supervisor. */
+    char pending[65536];
+    size_t pending_len, pending_off;
     char *buf;       /* JSON mode: what was kept */
     size_t len;
     uint64_t total;  /* bytes seen */
@@ -283,12 +287,30 @@ static void kill_sandbox(struct run *r)
     r->killed = true;
 }
 
+/* Counts n new bytes of s against the output limit; returns how many of them to keep. */
+static size_t stream_account(struct run *r, struct stream *s, size_t n)
+{
+    uint64_t room = s->total >= r->opt.output_limit ? 0 : r->opt.output_limit - s->total;
+    size_t keep = (uint64_t)n > room ? (size_t)room : n;
+    s->total += n;
+    if (keep < n && !s->truncated) {
+        s->truncated = true;
+        if (!r->killed) {
+            r->facts.output_exceeded = true;
+            set_message(r, "output beyond the limit of %llu bytes",
+                        (unsigned long long)r->opt.output_limit);
+            kill_sandbox(r);
+        }
+    }
+    return keep;
+}
+
 static void stream_read(struct run *r, struct stream *s)
 {
     char buf[65536];
     /* Bounded: a program that writes without pause must not keep the supervisor from its
      * clock (timeouts are checked between polls). */
-    for (int round = 0; round < 16; round++) {
+    for (int round = 0; round < 16 && s->pending_len == 0; round++) {
         ssize_t n = read(s->fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
@@ -299,23 +321,13 @@ static void stream_read(struct run *r, struct stream *s)
             s->fd = -1;
             return;
         }
-        uint64_t room = s->total >= r->opt.output_limit ? 0 : r->opt.output_limit - s->total;
-        size_t keep = (uint64_t)n > room ? (size_t)room : (size_t)n;
-        s->total += (uint64_t)n;
-        if (keep < (size_t)n && !s->truncated) {
-            s->truncated = true;
-            if (!r->killed) {
-                r->facts.output_exceeded = true;
-                set_message(r, "output beyond the limit of %llu bytes",
-                            (unsigned long long)r->opt.output_limit);
-                kill_sandbox(r);
-            }
-        }
+        size_t keep = stream_account(r, s, (size_t)n);
         if (keep == 0)
             continue;
         if (s->forward_fd >= 0) {
-            if (fd_write_all(s->forward_fd, buf, keep) < 0)
-                s->forward_fd = -1; /* our reader went away; keep supervising */
+            memcpy(s->pending, buf, keep);
+            s->pending_len = keep;
+            s->pending_off = 0;
         } else {
             char *nb = realloc(s->buf, s->len + keep);
             if (!nb)
@@ -324,6 +336,51 @@ static void stream_read(struct run *r, struct stream *s)
             memcpy(s->buf + s->len, buf, keep);
             s->len += keep;
         }
+    }
+}
+
+/* After POLLOUT: at most PIPE_BUF bytes, which a pipe that polled writable takes without
+ * blocking, so the supervisor never waits on its own reader. */
+static void stream_forward(struct stream *s)
+{
+    size_t n = s->pending_len - s->pending_off;
+    if (n > PIPE_BUF)
+        n = PIPE_BUF;
+    ssize_t w = write(s->forward_fd, s->pending + s->pending_off, n);
+    if (w < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (w < 0) {
+        s->forward_fd = -1; /* our reader went away; keep supervising, drop the output */
+        s->pending_len = s->pending_off = 0;
+        return;
+    }
+    s->pending_off += (size_t)w;
+    if (s->pending_off == s->pending_len)
+        s->pending_len = s->pending_off = 0;
+}
+
+/* When the sandbox is done: what is pending or still in the pipe goes out, waiting on a slow
+ * reader of ours for at most DRAIN_GRACE_MS: a reader that never reads must not keep hutch run
+ * from returning its verdict. */
+static void stream_drain(struct run *r, struct stream *s)
+{
+    uint64_t deadline = jail_now_ns() + DRAIN_GRACE_MS * 1000000ull;
+    for (;;) {
+        while (s->forward_fd >= 0 && s->pending_len > s->pending_off) {
+            uint64_t now = jail_now_ns();
+            struct pollfd p = {.fd = s->forward_fd, .events = POLLOUT};
+            if (now >= deadline || poll(&p, 1, (int)((deadline - now) / 1000000) + 1) <= 0) {
+                s->forward_fd = -1; /* the rest is dropped */
+                break;
+            }
+            stream_forward(s);
+        }
+        s->pending_len = s->pending_off = 0;
+        if (s->fd < 0)
+            return;
+        stream_read(r, s);
+        if (s->pending_len == 0 && s->fd >= 0)
+            return; /* EAGAIN: a writer outlived init; cannot happen, never hang on it */
     }
 }
 
@@ -399,22 +456,23 @@ static void check_limits(struct run *r, uint64_t deadline_ns)
 static void supervise(struct run *r)
 {
     uint64_t deadline = r->jail.start_ns + r->opt.timeout_ms * 1000000ull;
-    uint64_t gave_up_at = 0;
     for (;;) {
-        bool streams_open = r->out.fd >= 0 || r->err.fd >= 0;
+        bool streams_open = r->out.fd >= 0 || r->err.fd >= 0 || r->out.pending_len ||
+                            r->err.pending_len;
         /* Done once the payload's end is known and its output complete; init need not have
          * finished tearing down its namespaces for the counters to be read (jail_destroy waits
-         * for that). */
-        if ((r->init_exited || r->facts.payload_ended) && !streams_open)
+         * for that). And once init is gone, nothing inside is left to supervise: what output
+         * remains is drained below, bounded. */
+        if (((r->init_exited || r->facts.payload_ended) && !streams_open) || r->init_exited)
             break;
-        if (r->init_exited && !gave_up_at)
-            gave_up_at = jail_now_ns() + DRAIN_GRACE_MS * 1000000ull;
-        if (gave_up_at && jail_now_ns() >= gave_up_at)
-            break; /* init is gone, so nothing inside can still write; do not hang on it */
-        struct pollfd p[7];
-        enum { P_OUT, P_ERR, P_CTL, P_PID, P_SIG, P_IN, P_PIPE };
-        p[P_OUT] = (struct pollfd){.fd = r->out.fd, .events = POLLIN};
-        p[P_ERR] = (struct pollfd){.fd = r->err.fd, .events = POLLIN};
+        struct pollfd p[9];
+        enum { P_OUT, P_ERR, P_CTL, P_PID, P_SIG, P_IN, P_PIPE, P_FWD_OUT, P_FWD_ERR };
+        p[P_OUT] = (struct pollfd){.fd = r->out.pending_len ? -1 : r->out.fd, .events = POLLIN};
+        p[P_ERR] = (struct pollfd){.fd = r->err.pending_len ? -1 : r->err.fd, .events = POLLIN};
+        p[P_FWD_OUT] = (struct pollfd){.fd = r->out.pending_len ? r->out.forward_fd : -1,
+                                       .events = POLLOUT};
+        p[P_FWD_ERR] = (struct pollfd){.fd = r->err.pending_len ? r->err.forward_fd : -1,
+                                       .events = POLLOUT};
         p[P_CTL] = (struct pollfd){.fd = r->control_closed ? -1 : r->jail.control_fd,
                                    .events = POLLIN};
         p[P_PID] = (struct pollfd){.fd = r->init_exited ? -1 : r->jail.pidfd, .events = POLLIN};
@@ -423,7 +481,7 @@ static void supervise(struct run *r)
         bool want_out = r->pump.pipe_w >= 0 && r->pump.len > r->pump.off;
         p[P_IN] = (struct pollfd){.fd = want_in ? r->pump.src : -1, .events = POLLIN};
         p[P_PIPE] = (struct pollfd){.fd = want_out ? r->pump.pipe_w : -1, .events = POLLOUT};
-        int rc = poll(p, 7, TICK_MS);
+        int rc = poll(p, 9, TICK_MS);
         if (rc < 0 && errno != EINTR) {
             r->facts.internal_error = true;
             set_message(r, "poll: %s", strerror(errno));
@@ -437,6 +495,10 @@ static void supervise(struct run *r)
                 stream_read(r, &r->out);
             if (p[P_ERR].revents)
                 stream_read(r, &r->err);
+            if (p[P_FWD_OUT].revents)
+                stream_forward(&r->out);
+            if (p[P_FWD_ERR].revents)
+                stream_forward(&r->err);
             if (p[P_IN].revents || p[P_PIPE].revents)
                 pump_stdin(&r->pump, p[P_IN].revents, p[P_PIPE].revents);
             if (p[P_SIG].revents) {
@@ -462,6 +524,8 @@ static void supervise(struct run *r)
         }
         check_limits(r, deadline);
     }
+    stream_drain(r, &r->out);
+    stream_drain(r, &r->err);
 }
 
 static json_t *json_text(const struct stream *s)
