@@ -595,6 +595,10 @@ static int setup_signals(struct run *r, err_t *err)
 
 static int start(struct run *r, err_t *err)
 {
+    /* Said plainly up front rather than as the first EACCES of a cgroup mkdir. */
+    if (geteuid() != 0)
+        return err_set(err, 0, "hutch run needs root (it makes cgroups and maps a host uid "
+                                   "range for each sandbox; see hutch doctor)");
     if (setup_signals(r, err) < 0)
         return -1;
     if (r->opt.lang != RUN_LANG_NONE) {

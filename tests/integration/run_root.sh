@@ -15,4 +15,9 @@ is "$(cat "$art/r.txt" 2>/dev/null)" "made-by-root" "and the artifact reaches th
 json=$(hjson --artifacts "$art" -- /bin/sh -c 'echo made-by-user > /output/u.txt')
 is "$(cat "$art/u.txt" 2>/dev/null)" "made-by-user" "the default user can write /output too"
 rm -rf "$art"
+
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$HUTCH" run -- true 2>&1)
+rc=$?
+is "$rc" "2" "hutch run as a non-root user exits 2"
+like "$out" "needs root" "and says it needs root"
 done_testing
