@@ -502,6 +502,65 @@ int cgroup_remove_by_name(const char *name, err_t *err)
     return rc;
 }
 
+/* The v1 controller called name, or CGROUP_V1_COUNT if hutch uses none by that name. */
+static enum cgroup_v1_controller cgroup_v1_controller_by_name(const char *name)
+{
+    size_t c = 0;
+    while (c < CGROUP_V1_COUNT && strcmp(name, cgroup_v1_controller_names[c]) != 0)
+        c++;
+    return (enum cgroup_v1_controller)c;
+}
+
+/* The directory of hutch/NAME in the hierarchy of controller (a known one, or "" for cgroup2);
+ * NULL when the mode uses no such hierarchy. Its fd is -1 while it is not made yet (between
+ * cgroup_create_for_clone and cgroup_create_finish). */
+static const struct cgroup_dir *cgroup_dir_of(const struct cgroup *cg, const char *controller)
+{
+    if (controller[0] == '\0')
+        return cg->mode == CGROUP_MODE_V1 ? NULL : &cg->v2;
+    enum cgroup_v1_controller c = cgroup_v1_controller_by_name(controller);
+    if (c == CGROUP_V1_COUNT || cg->mode == CGROUP_MODE_V2 || !cgroup_v1_wanted(cg->mode, c))
+        return NULL;
+    return &cg->v1[cg->v1_index[c]];
+}
+
+int cgroup_file_path(const struct cgroup *cg, const char *controller, const char *file, char *out,
+                     size_t size, err_t *err)
+{
+    if (controller[0] && cgroup_v1_controller_by_name(controller) == CGROUP_V1_COUNT)
+        return cgroup_error(err, EINVAL,
+                            "cgroup %s: '%.32s' is not memory, pids, cpuacct, freezer or \"\" "
+                            "(cgroup2)",
+                            cg->name, controller);
+    const char *kind = controller[0] ? "v1 " : "cgroup2"; /* "v1 memory" or "cgroup2" */
+    const struct cgroup_dir *d = cgroup_dir_of(cg, controller);
+    if (!d)
+        return cgroup_error(err, ENOENT, "cgroup %s: no %s%s hierarchy in mode %s", cg->name, kind,
+                            controller, cgroup_mode_name(cg->mode));
+    if (d->fd < 0)
+        return cgroup_error(err, ENOENT, "cgroup %s: its %s%s directory is not made yet", cg->name,
+                            kind, controller);
+    /* The fd names the directory we made wherever its hierarchy is mounted (spaces and all),
+     * without a second reading of /proc/self/mountinfo. */
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", d->fd);
+    ssize_t n = readlink(link, out, size);
+    if (n < 0)
+        return err_set(err, errno, "cgroup %s: readlink %s", cg->name, link);
+    /* readlink does not terminate; the snprintf does, also when file is "". */
+    size_t len = (size_t)n;
+    int added = len < size ? snprintf(out + len, size - len, "%s%s", file[0] ? "/" : "", file) : -1;
+    if (added < 0 || (size_t)added >= size - len)
+        return cgroup_error(err, ENAMETOOLONG,
+                            "cgroup %s: the path of %s does not fit in %zu bytes", cg->name,
+                            file[0] ? file : "its directory", size);
+    /* "(unreachable)/..." is what the kernel says for a directory outside our root. */
+    if (out[0] != '/')
+        return cgroup_error(err, ENOENT, "cgroup %s: %s is not a path: \"%.64s\"", cg->name, link,
+                            out);
+    return 0;
+}
+
 int cgroup_clone_into_fd(const struct cgroup *cg)
 {
     return cg->mode == CGROUP_MODE_V1 ? -1 : cg->v2.fd;

@@ -3,6 +3,7 @@
  * Every call here is made from the host side (parent, supervisor, keeper), never from inside. */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "util/err.h"
@@ -42,6 +43,12 @@ int cgroup_create(const char *name, const struct cgroup_limits *limits, struct c
 int cgroup_create_for_clone(const char *name, const struct cgroup_limits *limits,
                             struct cgroup **out, err_t *err);
 int cgroup_create_finish(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
+/* The absolute path of FILE in hutch/NAME of the hierarchy that holds CONTROLLER ("memory",
+ * "pids", "cpuacct", "freezer", or "" for the cgroup2 group); FILE "" gives the directory itself.
+ * Found from the group's own directory fds, not by looking at the mounts again. -1 with err when
+ * the group has no such hierarchy (e.g. "freezer" on hybrid, "" on v1) or the path does not fit. */
+int cgroup_file_path(const struct cgroup *cg, const char *controller, const char *file, char *out,
+                     size_t size, err_t *err);
 /* fd of the cgroup2 directory for clone3(CLONE_INTO_CGROUP), or -1 on pure v1. Owned by cg. */
 int cgroup_clone_into_fd(const struct cgroup *cg);
 /* Moves pid into the hierarchies that CLONE_INTO_CGROUP did not cover (all of them on v1). */

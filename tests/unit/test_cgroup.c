@@ -826,6 +826,87 @@ static void test_self_attach(const struct mode *m)
     ok(group_gone(name), "%s: no directory left", m->label);
 }
 
+/* ---------- cgroup_file_path ---------- */
+
+/* The paths come from the group's own directories: on hybrid, memory and "" (cgroup2) resolve
+ * to files that exist, and freezer (a hierarchy hybrid does not use) is an error. */
+static void test_file_path(void)
+{
+    char name[64], path[4096], want[256];
+    mode_group_name(name, sizeof name, &mode_hybrid, "path");
+    use_mode(&mode_hybrid);
+    struct cgroup *cg = NULL;
+    err_t err;
+    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+        ok(0, "hybrid: create: %s", err.msg);
+        return;
+    }
+    ok_call(cgroup_file_path(cg, "memory", "memory.limit_in_bytes", path, sizeof path, &err_),
+            "hybrid: memory resolves");
+    is_str(path, group_path(want, sizeof want, "memory", name, "memory.limit_in_bytes"),
+           "hybrid: it is memory.limit_in_bytes of the group's memory directory");
+    ok(access(path, F_OK) == 0, "hybrid: and the file exists");
+    ok_call(cgroup_file_path(cg, "", "cgroup.events", path, sizeof path, &err_),
+            "hybrid: \"\" resolves");
+    is_str(path, group_path(want, sizeof want, "unified", name, "cgroup.events"),
+           "hybrid: it is cgroup.events of the group's cgroup2 directory");
+    ok(access(path, F_OK) == 0, "hybrid: and the file exists");
+    ok_call(cgroup_file_path(cg, "pids", "", path, sizeof path, &err_),
+            "hybrid: an empty file name resolves");
+    is_str(path, group_path(want, sizeof want, "pids", name, NULL),
+           "hybrid: to the group's directory itself");
+
+    strcpy(path, "untouched");
+    ok(cgroup_file_path(cg, "freezer", "freezer.state", path, sizeof path, &err) < 0 &&
+           err.errnum == ENOENT,
+       "hybrid: freezer fails (%s)", err.msg);
+    ok(strstr(err.msg, name) && strstr(err.msg, "freezer"),
+       "hybrid: the error names the group and the controller");
+    ok(cgroup_file_path(cg, "cpu", "cpu.shares", path, sizeof path, &err) < 0 &&
+           err.errnum == EINVAL,
+       "hybrid: a controller hutch does not use is refused (%s)", err.msg);
+    ok(cgroup_file_path(cg, "memory", "memory.limit_in_bytes", path, 20, &err) < 0 &&
+           err.errnum == ENAMETOOLONG,
+       "hybrid: a buffer too small is an error, not a cut path (%s)", err.msg);
+    ok_call(cgroup_destroy(cg, &err_), "hybrid: destroy");
+
+    /* Between the two steps of a split create the v1 groups do not exist yet. */
+    mode_group_name(name, sizeof name, &mode_hybrid, "path2");
+    if (cgroup_create_for_clone(name, NULL, &cg, &err) < 0) {
+        ok(0, "hybrid: create_for_clone: %s", err.msg);
+        return;
+    }
+    ok(cgroup_file_path(cg, "memory", "", path, sizeof path, &err) < 0,
+       "hybrid: before create_finish, memory fails (%s)", err.msg);
+    ok_call(cgroup_file_path(cg, "", "", path, sizeof path, &err_),
+            "hybrid: before create_finish, cgroup2 resolves");
+    ok_call(cgroup_create_finish(cg, NULL, &err_), "hybrid: create_finish");
+    ok_call(cgroup_file_path(cg, "memory", "", path, sizeof path, &err_),
+            "hybrid: after create_finish, memory resolves");
+    ok(access(path, F_OK) == 0, "hybrid: and the directory exists");
+    ok_call(cgroup_destroy(cg, &err_), "hybrid: destroy");
+
+    /* Pure v1 is the other way round: freezer is there, cgroup2 is not. */
+    mode_group_name(name, sizeof name, &mode_v1, "path");
+    use_mode(&mode_v1);
+    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+        ok(0, "v1: create: %s", err.msg);
+        set_mode(NULL);
+        return;
+    }
+    ok_call(cgroup_file_path(cg, "freezer", "freezer.state", path, sizeof path, &err_),
+            "v1: freezer resolves");
+    is_str(path, group_path(want, sizeof want, "freezer", name, "freezer.state"),
+           "v1: to freezer.state of the group's freezer directory");
+    ok(access(path, F_OK) == 0, "v1: and the file exists");
+    ok(cgroup_file_path(cg, "", "cgroup.events", path, sizeof path, &err) < 0 &&
+           err.errnum == ENOENT,
+       "v1: \"\" fails, there is no cgroup2 group (%s)", err.msg);
+    ok_call(cgroup_destroy(cg, &err_), "v1: destroy");
+    ok(group_gone(name), "v1: no directory left");
+    set_mode(NULL);
+}
+
 /* Hybrid kill is cgroup.kill in the cgroup2 group, then a check of the v1 groups: a process
  * that is only in the v1 groups (it self-attached, but was never cloned into the cgroup2 group)
  * must still be killed before the v1 groups can be removed. */
@@ -1148,6 +1229,7 @@ int main(void)
     test_modes();
     test_names();
     test_mode(&mode_hybrid);
+    test_file_path();
     test_self_attach_v1_only();
     test_self_attach_open_too_small();
     test_mode(&mode_v1); /* pure v1: cpuacct, freezer.state, the freezer-based kill */

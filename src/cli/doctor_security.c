@@ -1,0 +1,212 @@
+/* `hutch doctor`: the walls inside a sandbox, each installed in a probe child and tested: the
+ * built-in seccomp programs, Landlock, and nftables (for egress rules, not used yet). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cli/doctor_internal.h"
+#include "jail/landlock.h"
+#include "jail/seccomp.h"
+
+/* ---------- seccomp ---------- */
+
+/* Calls the filter must refuse, each with a harmless argument set, and what it must answer.
+ * Without the filter (we are root) each would succeed or fail differently. */
+static enum doctor_status seccomp_child(struct probe *p, void *arg, char *detail, size_t size)
+{
+    const struct seccomp_program *prog = arg;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return say(detail, size, DOCTOR_FAIL, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+    if (seccomp_install(prog) < 0)
+        return say(detail, size, DOCTOR_FAIL, "installing the filter: %s", strerror(errno));
+    /* unshare(0) does nothing and succeeds when allowed */
+    errno = 0;
+    long rc = syscall(SYS_unshare, 0);
+    if (rc != -1 || errno != EPERM)
+        return say(detail, size, DOCTOR_FAIL, "unshare(0) returned %ld (%s), want EPERM", rc,
+                   strerror(errno));
+    /* io_uring_setup(0, NULL) is EINVAL/EFAULT when allowed */
+    errno = 0;
+    rc = syscall(SYS_io_uring_setup, 0, NULL);
+    if (rc != -1 || errno != ENOSYS)
+        return say(detail, size, DOCTOR_FAIL, "io_uring_setup returned %ld (%s), want ENOSYS", rc,
+                   strerror(errno));
+    errno = 0;
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0);
+    if (fd >= 0)
+        close(fd);
+    if (fd != -1 || errno != EAFNOSUPPORT)
+        return say(detail, size, DOCTOR_FAIL,
+                   "socket(AF_NETLINK) returned %d (%s), want "
+                   "EAFNOSUPPORT",
+                   fd, strerror(errno));
+    /* ...and ordinary calls still work */
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return say(detail, size, DOCTOR_FAIL, "open(/dev/null) under the filter: %s",
+                   strerror(errno));
+    close(fd);
+    return say(detail, size, DOCTOR_OK,
+               "installed after no_new_privs in a child: unshare -> "
+               "EPERM, io_uring_setup -> ENOSYS, socket(AF_NETLINK) -> EAFNOSUPPORT, open works");
+}
+
+static bool same_program(const struct seccomp_program *a, const struct seccomp_program *b)
+{
+    return a->len == b->len && memcmp(a->filter, b->filter, a->len * sizeof *a->filter) == 0;
+}
+
+void check_seccomp(struct doctor_result *r)
+{
+    /* Sandboxes load the programs compiled into hutch at build time; that is what is tried. */
+    struct seccomp_program builtin, strict;
+    if (seccomp_builtin(SECCOMP_PROFILE_DEFAULT, &builtin) < 0 ||
+        seccomp_builtin(SECCOMP_PROFILE_STRICT, &strict) < 0) {
+        result_set(r, DOCTOR_FAIL, "hutch was built without its seccomp programs");
+        return;
+    }
+    probe_run(r, seccomp_child, NULL, &builtin);
+    if (r->status != DOCTOR_OK)
+        return;
+    /* Compiling again with this host's libseccomp shows whether the build-time program still
+     * matches the policy source as this libseccomp reads it (it differs after an upgrade that
+     * learned new syscall numbers: a rebuild picks them up). */
+    char rest[sizeof r->detail], compiled[160];
+    struct seccomp_program fresh = {0};
+    err_t err;
+    if (seccomp_compile(SECCOMP_PROFILE_DEFAULT, &fresh, &err) < 0)
+        snprintf(compiled, sizeof compiled, "; compiling it again here failed: %s", err.msg);
+    else
+        snprintf(compiled, sizeof compiled, "; libseccomp here compiles %s",
+                 same_program(&fresh, &builtin) ? "the same program"
+                                                : "a different program (rebuild hutch)");
+    seccomp_program_free(&fresh);
+    snprintf(rest, sizeof rest, "%s", r->detail);
+    result_set(r, DOCTOR_OK, "built-in default profile (%u BPF instructions) %s%s; strict: %u",
+               (unsigned)builtin.len, rest, compiled, (unsigned)strict.len);
+}
+
+/* ---------- Landlock ---------- */
+
+static enum doctor_status landlock_child(struct probe *p, void *arg, char *detail, size_t size)
+{
+    int abi = *(const int *)arg;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return say(detail, size, DOCTOR_WARN, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+    if (landlock_restrict() < 0)
+        return say(detail, size, DOCTOR_WARN,
+                   "landlock_restrict() failed: %s; sandboxes would "
+                   "fail to start",
+                   strerror(errno));
+    /* "/" is outside the places a sandbox may write; as root, only Landlock can refuse this. */
+    char dir[64];
+    snprintf(dir, sizeof dir, "/.hutch-doctor-landlock-%d", (int)getpid());
+    const char *fs = "mkdir outside the writable places -> EACCES";
+    if (mkdir(dir, 0700) == 0) {
+        rmdir(dir);
+        return say(detail, size, DOCTOR_WARN,
+                   "ABI %d, but after landlock_restrict() a mkdir in / "
+                   "still worked: the rules do not apply",
+                   abi);
+    }
+    if (errno == EROFS)
+        fs = "(/ is read-only, write rule not testable)";
+    else if (errno == EACCES && geteuid() != 0)
+        fs = "(not root, so the write rule is not testable)";
+    else if (errno != EACCES)
+        return say(detail, size, DOCTOR_WARN,
+                   "after landlock_restrict() mkdir in / gave %s, "
+                   "want EACCES",
+                   strerror(errno));
+    if (abi < 6)
+        return say(detail, size, DOCTOR_WARN,
+                   "ABI %d: %s; below ABI 6 there is no signal or "
+                   "abstract-socket scoping, so a payload can signal processes outside its "
+                   "domain (Linux 6.12+ has it)",
+                   abi, fs);
+    /* Signal scoping: the parent is outside our domain, so even signal 0 must be refused. */
+    if (kill(getppid(), 0) == 0 || errno != EPERM)
+        return say(detail, size, DOCTOR_WARN,
+                   "ABI %d, but kill(parent, 0) was not refused with "
+                   "EPERM after landlock_restrict()",
+                   abi);
+    return say(detail, size, DOCTOR_OK,
+               "ABI %d; landlock_restrict() in a child: %s, "
+               "kill(parent, 0) -> EPERM (signal scoping)",
+               abi, fs);
+}
+
+void check_landlock(struct doctor_result *r)
+{
+    int abi = landlock_abi_version();
+    if (abi <= 0) {
+        result_set(r, DOCTOR_WARN,
+                   "no Landlock: the kernel lacks CONFIG_SECURITY_LANDLOCK or "
+                   "'landlock' is not in the lsm= boot parameter; sandboxes run without this "
+                   "second wall (namespaces and seccomp still apply)");
+        return;
+    }
+    probe_run(r, landlock_child, NULL, &abi);
+    /* Landlock is a second layer: never a reason to refuse to run. */
+    if (r->status == DOCTOR_FAIL)
+        r->status = DOCTOR_WARN;
+}
+
+/* ---------- nftables (not used yet) ---------- */
+
+static enum doctor_status nft_lib_child(struct probe *p, void *arg, char *detail, size_t size)
+{
+    /* In a child: loading it runs its constructors, which the doctor itself has no use for. */
+    void *lib = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return say(detail, size, DOCTOR_WARN, "%s", dlerror());
+    bool has_api = dlsym(lib, "nft_run_cmd_from_buffer") != NULL;
+    return say(detail, size, has_api ? DOCTOR_OK : DOCTOR_WARN,
+               has_api ? "ok" : "libnftables.so.1 lacks nft_run_cmd_from_buffer");
+}
+
+static bool find_in_path(const char *prog, char *out, size_t size)
+{
+    /* root's usual sbin directories too: a plain user PATH often lacks them */
+    const char *path = getenv("PATH");
+    char dirs[4096];
+    snprintf(dirs, sizeof dirs, "%s:/usr/sbin:/sbin", path ? path : "/usr/bin:/bin");
+    char *save = NULL;
+    for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, size, "%s/%s", d, prog);
+        if (access(out, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+void check_nftables(struct doctor_result *r)
+{
+    char nft[PATH_MAX];
+    bool have_nft = find_in_path("nft", nft, sizeof nft);
+    struct doctor_result lib;
+    probe_run(&lib, nft_lib_child, NULL, NULL);
+    if (have_nft && lib.status == DOCTOR_OK) {
+        result_set(r, DOCTOR_OK,
+                   "nft at %s, libnftables.so.1 loads (for sandbox network egress "
+                   "rules, not used yet)",
+                   nft);
+        return;
+    }
+    result_set(r, DOCTOR_WARN,
+               "%s%s%s: not needed yet (sandboxes have no network), needed "
+               "later for egress rules; fix: apt-get install nftables libnftables1",
+               have_nft ? "" : "no nft command", have_nft || lib.status == DOCTOR_OK ? "" : ", ",
+               lib.status == DOCTOR_OK ? "" : "libnftables does not load");
+}
