@@ -71,7 +71,7 @@ static int read_memory_limit(const struct cgroup *cg, enum cgroup_mode mode, uin
     if (cgroup_file_path(cg, v2 ? "" : "memory", v2 ? "memory.max" : "memory.limit_in_bytes", path,
                          sizeof path, NULL) < 0)
         return -1;
-    long long v = read_number(path);
+    long long v = doctor_read_number(path);
     if (v < 0)
         return -1;
     *out = (uint64_t)v;
@@ -216,7 +216,7 @@ static pid_t start_counting_child(volatile uint64_t *counter)
             _exit(1);
         for (;;) {
             (*counter)++;
-            sleep_ms(1);
+            doctor_sleep_ms(1);
         }
     }
     return pid;
@@ -225,11 +225,11 @@ static pid_t start_counting_child(volatile uint64_t *counter)
 /* Waits until the counter moves past from; false if it did not within timeout_ms. */
 static bool counter_moves(volatile uint64_t *counter, uint64_t from, unsigned timeout_ms)
 {
-    uint64_t deadline = now_ms() + timeout_ms;
+    uint64_t deadline = doctor_now_ms() + timeout_ms;
     while (*counter == from) {
-        if (now_ms() >= deadline)
+        if (doctor_now_ms() >= deadline)
             return false;
-        sleep_ms(1);
+        doctor_sleep_ms(1);
     }
     return true;
 }
@@ -258,24 +258,24 @@ static enum doctor_status freezer_steps(struct cgroup *cg, enum cgroup_mode mode
 {
     err_t err;
     if (cgroup_attach(cg, pid, &err) < 0)
-        return say(detail, size, DOCTOR_FAIL, "%s", err.msg);
+        return doctor_say(detail, size, DOCTOR_FAIL, "%s", err.msg);
     if (!counter_moves(counter, *counter, 1000))
-        return say(detail, size, DOCTOR_FAIL, "the test child does not run");
+        return doctor_say(detail, size, DOCTOR_FAIL, "the test child does not run");
     if (cgroup_set_frozen(cg, true, &err) < 0)
-        return say(detail, size, DOCTOR_FAIL, "freeze: %s", err.msg);
+        return doctor_say(detail, size, DOCTOR_FAIL, "freeze: %s", err.msg);
     const char *how = cgroup_frozen_by(cg, mode);
     if (!how)
-        return say(detail, size, DOCTOR_FAIL, "the group does not read as frozen after a freeze");
+        return doctor_say(detail, size, DOCTOR_FAIL, "the group does not read as frozen after a freeze");
     uint64_t before = *counter;
-    sleep_ms(50);
+    doctor_sleep_ms(50);
     if (*counter != before)
-        return say(detail, size, DOCTOR_FAIL, "a frozen child kept running (%llu steps in 50 ms)",
+        return doctor_say(detail, size, DOCTOR_FAIL, "a frozen child kept running (%llu steps in 50 ms)",
                    (unsigned long long)(*counter - before));
     if (cgroup_set_frozen(cg, false, &err) < 0)
-        return say(detail, size, DOCTOR_FAIL, "thaw: %s", err.msg);
+        return doctor_say(detail, size, DOCTOR_FAIL, "thaw: %s", err.msg);
     if (!counter_moves(counter, before, 1000))
-        return say(detail, size, DOCTOR_FAIL, "the child did not run again after the thaw");
-    return say(detail, size, DOCTOR_OK,
+        return doctor_say(detail, size, DOCTOR_FAIL, "the child did not run again after the thaw");
+    return doctor_say(detail, size, DOCTOR_OK,
                "%s: froze hutch/%s with a child in it, which stopped "
                "(state read back, no progress for 50 ms), thawed it, it ran again; killed and "
                "removed",
@@ -312,7 +312,7 @@ void check_freezer(struct doctor_result *r)
         /* A child left frozen by a failed step dies on SIGKILL only once thawed: thaw first. */
         cgroup_set_frozen(cg, false, NULL);
         kill(pid, SIGKILL);
-        reap(pid);
+        doctor_reap(pid);
     }
     if (cgroup_destroy(cg, &err) < 0 && r->status != DOCTOR_FAIL)
         result_set(r, DOCTOR_FAIL, "removing hutch/%s: %s", name, err.msg);
@@ -347,24 +347,24 @@ static enum doctor_status cgroup_kill_steps(struct cgroup *cg, const char *name,
     char path[PATH_MAX];
     /* Hybrid: the v1 hierarchies are not covered by CLONE_INTO_CGROUP. */
     if (cgroup_attach(cg, pid, &err) < 0)
-        return say(detail, size, DOCTOR_FAIL, "%s", err.msg);
+        return doctor_say(detail, size, DOCTOR_FAIL, "%s", err.msg);
     if (cgroup_file_path(cg, "", "cgroup.kill", path, sizeof path, &err) < 0)
-        return say(detail, size, DOCTOR_FAIL, "%s", err.msg);
+        return doctor_say(detail, size, DOCTOR_FAIL, "%s", err.msg);
     if (access(path, F_OK) < 0)
-        return say(detail, size, DOCTOR_WARN,
+        return doctor_say(detail, size, DOCTOR_WARN,
                    "no cgroup.kill (Linux < 5.14): hutch kills "
                    "through the freezer instead, which a forking payload can make slower");
     if (file_write_str_at(AT_FDCWD, path, "1", &err) < 0)
-        return say(detail, size, DOCTOR_FAIL, "%s", err.msg);
+        return doctor_say(detail, size, DOCTOR_FAIL, "%s", err.msg);
     int status;
-    if (wait_bounded(pid, &status, 2000) < 0)
-        return say(detail, size, DOCTOR_FAIL, "the child survived a write to cgroup.kill");
+    if (doctor_wait_bounded(pid, &status, 2000) < 0)
+        return doctor_say(detail, size, DOCTOR_FAIL, "the child survived a write to cgroup.kill");
     if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
         char how[96];
-        describe_wait_status(status, how, sizeof how);
-        return say(detail, size, DOCTOR_FAIL, "after cgroup.kill the child ended with %s", how);
+        doctor_describe_wait_status(status, how, sizeof how);
+        return doctor_say(detail, size, DOCTOR_FAIL, "after cgroup.kill the child ended with %s", how);
     }
-    return say(detail, size, DOCTOR_OK,
+    return doctor_say(detail, size, DOCTOR_OK,
                "clone3(CLONE_INTO_CGROUP) put a child in hutch/%s; "
                "writing 1 to its cgroup.kill SIGKILLed it",
                name);
@@ -400,7 +400,7 @@ void check_cgroup_kill(struct doctor_result *r)
     } else {
         r->status = cgroup_kill_steps(cg, name, pid, r->detail, sizeof r->detail);
         kill(pid, SIGKILL); /* already dead unless a step failed */
-        reap(pid);
+        doctor_reap(pid);
     }
     if (cgroup_destroy(cg, &err) < 0 && r->status != DOCTOR_FAIL)
         result_set(r, DOCTOR_FAIL, "removing hutch/%s: %s", name, err.msg);

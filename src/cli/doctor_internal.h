@@ -21,23 +21,23 @@ struct doctor_result {
 };
 
 /* Formats a check's detail into out and returns status, so that a step can end with
- * `return say(detail, size, DOCTOR_FAIL, ...)`; result_set does the same into a result. */
+ * `return doctor_say(detail, size, DOCTOR_FAIL, ...)`; result_set does the same into a result. */
 __attribute__((format(printf, 4, 5))) enum doctor_status
-say(char *out, size_t size, enum doctor_status status, const char *fmt, ...);
+doctor_say(char *out, size_t size, enum doctor_status status, const char *fmt, ...);
 
 #define result_set(r, st_, ...)                                                                    \
-    ((r)->status = say((r)->detail, sizeof(r)->detail, (st_), __VA_ARGS__))
+    ((r)->status = doctor_say((r)->detail, sizeof(r)->detail, (st_), __VA_ARGS__))
 
 /* ---------- doctor_probe.c: small helpers ---------- */
 
-uint64_t now_ms(void);
-void sleep_ms(unsigned ms);
-void reap(pid_t pid);
+uint64_t doctor_now_ms(void);
+void doctor_sleep_ms(unsigned ms);
+void doctor_reap(pid_t pid);
 /* waitpid with a deadline. Returns 0 with *status, or -1 when the child is still running. */
-int wait_bounded(pid_t pid, int *status, unsigned timeout_ms);
-void describe_wait_status(int status, char *out, size_t size);
+int doctor_wait_bounded(pid_t pid, int *status, unsigned timeout_ms);
+void doctor_describe_wait_status(int status, char *out, size_t size);
 /* A sysctl-style file holding one number; -1 when it is absent or unreadable. */
-long long read_number(const char *path);
+long long doctor_read_number(const char *path);
 
 /* ---------- doctor_probe.c: a check's work in a forked child ---------- */
 
@@ -49,10 +49,10 @@ typedef enum doctor_status (*probe_child_fn)(struct probe *p, void *arg, char *d
 typedef int (*probe_parent_fn)(pid_t pid, void *arg, err_t *err);
 
 /* From the child: asks the parent for its step and waits until it is done. */
-int probe_ask_parent(struct probe *p);
+int doctor_probe_ask_parent(struct probe *p);
 /* Runs child_fn in a forked child and puts its verdict in r. parent_fn (may be NULL) runs in
  * the parent each time the child calls probe_ask_parent. */
-void probe_run(struct doctor_result *r, probe_child_fn child_fn, probe_parent_fn parent_fn,
+void doctor_probe_run(struct doctor_result *r, probe_child_fn child_fn, probe_parent_fn parent_fn,
                void *arg);
 
 /* ---------- the checks; doctor.c's table gives their names and order ---------- */

@@ -66,17 +66,17 @@ static int userns_parent_write_maps(pid_t pid, void *arg, err_t *err)
 static int userns_enter(struct probe *p, const struct userns_probe *u, char *detail, size_t size)
 {
     if (unshare(CLONE_NEWUSER | u->extra_flags) < 0) {
-        say(detail, size, DOCTOR_FAIL, "unshare(CLONE_NEWUSER%s): %s",
+        doctor_say(detail, size, DOCTOR_FAIL, "unshare(CLONE_NEWUSER%s): %s",
             u->extra_flags ? "|CLONE_NEWNS" : "", strerror(errno));
         return -1;
     }
-    if (probe_ask_parent(p) < 0) {
-        say(detail, size, DOCTOR_FAIL, "the parent did not write the id maps");
+    if (doctor_probe_ask_parent(p) < 0) {
+        doctor_say(detail, size, DOCTOR_FAIL, "the parent did not write the id maps");
         return -1;
     }
     /* Until now our ids are host root, which the map does not cover (they read as 65534). */
     if (userns_become_root() < 0) {
-        say(detail, size, DOCTOR_FAIL, "setresuid/setresgid(0) inside the new namespace: %s",
+        doctor_say(detail, size, DOCTOR_FAIL, "setresuid/setresgid(0) inside the new namespace: %s",
             strerror(errno));
         return -1;
     }
@@ -92,16 +92,16 @@ static enum doctor_status userns_child(struct probe *p, void *arg, char *detail,
     unsigned inside, outside, count;
     if (file_read_at(AT_FDCWD, "/proc/self/uid_map", map, sizeof map, NULL) < 0 ||
         sscanf(map, "%u %u %u", &inside, &outside, &count) != 3)
-        return say(detail, size, DOCTOR_FAIL, "cannot read /proc/self/uid_map inside: %s",
+        return doctor_say(detail, size, DOCTOR_FAIL, "cannot read /proc/self/uid_map inside: %s",
                    strerror(errno));
     if (inside != 0 || outside != u->host_base || count != JAIL_UID_COUNT || getuid() != 0 ||
         getgid() != 0)
-        return say(detail, size, DOCTOR_FAIL,
+        return doctor_say(detail, size, DOCTOR_FAIL,
                    "ids inside are uid %u gid %u with uid_map \"%u %u %u\"; want uid 0 mapped "
                    "to host %u",
                    (unsigned)getuid(), (unsigned)getgid(), inside, outside, count,
                    (unsigned)u->host_base);
-    return say(detail, size, DOCTOR_OK,
+    return doctor_say(detail, size, DOCTOR_OK,
                "unshare(CLONE_NEWUSER) in a child, the parent wrote uid_map/gid_map "
                "\"0 %u %u\", root inside",
                outside, count);
@@ -109,7 +109,7 @@ static enum doctor_status userns_child(struct probe *p, void *arg, char *detail,
 
 void check_userns(struct doctor_result *r)
 {
-    long long max = read_number("/proc/sys/user/max_user_namespaces");
+    long long max = doctor_read_number("/proc/sys/user/max_user_namespaces");
     if (max == 0) {
         result_set(r, DOCTOR_FAIL,
                    "user.max_user_namespaces is 0, so no user namespace can be created; fix: "
@@ -119,12 +119,12 @@ void check_userns(struct doctor_result *r)
     struct uid_range range;
     doctor_uids_take(&range);
     struct userns_probe u = {.host_base = range.host_base};
-    probe_run(r, userns_child, userns_parent_write_maps, &u);
+    doctor_probe_run(r, userns_child, userns_parent_write_maps, &u);
     uid_range_release(&range);
     size_t len = strlen(r->detail);
     snprintf(r->detail + len, sizeof r->detail - len, "; max_user_namespaces=%lld", max);
     /* Debian's knob only governs unprivileged callers; hutch runs as root, so it is context. */
-    long long unpriv = read_number("/proc/sys/kernel/unprivileged_userns_clone");
+    long long unpriv = doctor_read_number("/proc/sys/kernel/unprivileged_userns_clone");
     if (unpriv >= 0) {
         len = strlen(r->detail);
         snprintf(r->detail + len, sizeof r->detail - len,
@@ -144,23 +144,23 @@ static enum doctor_status overlay_child(struct probe *p, void *arg, char *detail
         return DOCTOR_FAIL;
     /* Private first: nothing mounted below may propagate back to the host. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        return say(detail, size, DOCTOR_FAIL, "make / private in the new mount namespace: %s",
+        return doctor_say(detail, size, DOCTOR_FAIL, "make / private in the new mount namespace: %s",
                    strerror(errno));
     char mnt[PATH_MAX], merged[PATH_MAX], path[PATH_MAX], opts[3 * PATH_MAX];
     snprintf(mnt, sizeof mnt, "%s/mnt", u->dir);
     snprintf(merged, sizeof merged, "%s/merged", u->dir);
     if (mount("tmpfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
-        return say(detail, size, DOCTOR_FAIL, "mount a tmpfs inside the namespace: %s",
+        return doctor_say(detail, size, DOCTOR_FAIL, "mount a tmpfs inside the namespace: %s",
                    strerror(errno));
     snprintf(path, sizeof path, "%s/upper", mnt);
     int rc = mkdir(path, 0755);
     snprintf(path, sizeof path, "%s/work", mnt);
     if (rc < 0 || mkdir(path, 0755) < 0)
-        return say(detail, size, DOCTOR_FAIL, "mkdir upper/work on the tmpfs: %s", strerror(errno));
+        return doctor_say(detail, size, DOCTOR_FAIL, "mkdir upper/work on the tmpfs: %s", strerror(errno));
     snprintf(opts, sizeof opts, "lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work,userxattr",
              u->dir, mnt, mnt);
     if (mount("overlay", merged, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
-        return say(detail, size, DOCTOR_FAIL,
+        return doctor_say(detail, size, DOCTOR_FAIL,
                    "mount overlay (%s) in a user namespace: %s; hutch's sandbox root is such an "
                    "overlay (needs Linux 5.11+ for overlay in user namespaces, and an upper "
                    "filesystem with user.* xattrs)",
@@ -169,7 +169,7 @@ static enum doctor_status overlay_child(struct probe *p, void *arg, char *detail
     snprintf(path, sizeof path, "%s/hello", merged);
     if (file_read_at(AT_FDCWD, path, text, sizeof text, NULL) < 0 ||
         strcmp(text, OVERLAY_LOWER_TEXT) != 0)
-        return say(detail, size, DOCTOR_FAIL,
+        return doctor_say(detail, size, DOCTOR_FAIL,
                    "reading the lower layer's file through the overlay "
                    "failed: %s",
                    strerror(errno));
@@ -177,14 +177,14 @@ static enum doctor_status overlay_child(struct probe *p, void *arg, char *detail
     err_t err;
     if (file_create_at(AT_FDCWD, path, OVERLAY_UPPER_TEXT, strlen(OVERLAY_UPPER_TEXT), 0644, &err) <
         0)
-        return say(detail, size, DOCTOR_FAIL, "writing a file through the overlay: %s", err.msg);
+        return doctor_say(detail, size, DOCTOR_FAIL, "writing a file through the overlay: %s", err.msg);
     snprintf(path, sizeof path, "%s/upper/probe", mnt);
     if (file_read_at(AT_FDCWD, path, text, sizeof text, NULL) < 0 ||
         strcmp(text, OVERLAY_UPPER_TEXT) != 0)
-        return say(detail, size, DOCTOR_FAIL,
+        return doctor_say(detail, size, DOCTOR_FAIL,
                    "the file written through the overlay is not in "
                    "its upper layer");
-    return say(detail, size, DOCTOR_OK,
+    return doctor_say(detail, size, DOCTOR_OK,
                "in a child with new user+mount namespaces mapped to host uid %u: tmpfs, then "
                "overlay (host lower dir, upper/work on the tmpfs, userxattr); read the lower "
                "file and wrote a new one through it",
@@ -243,7 +243,7 @@ void check_overlay(struct doctor_result *r)
     struct uid_range range;
     doctor_uids_take(&range);
     struct userns_probe u = {.host_base = range.host_base, .extra_flags = CLONE_NEWNS, .dir = dir};
-    probe_run(r, overlay_child, userns_parent_write_maps, &u);
+    doctor_probe_run(r, overlay_child, userns_parent_write_maps, &u);
     uid_range_release(&range);
     overlay_dir_remove(dir);
 }
@@ -259,18 +259,18 @@ static enum doctor_status ns_child(struct probe *p, void *arg, char *detail, siz
 {
     const struct ns_probe *ns = arg;
     if (unshare(ns->flag) < 0)
-        return say(detail, size, DOCTOR_FAIL, "unshare: %s", strerror(errno));
+        return doctor_say(detail, size, DOCTOR_FAIL, "unshare: %s", strerror(errno));
     switch (ns->flag) {
     case CLONE_NEWPID: {
         /* Only children enter the new pid namespace; the first one is its pid 1. */
         pid_t pid = fork();
         if (pid < 0)
-            return say(detail, size, DOCTOR_FAIL, "fork into it: %s", strerror(errno));
+            return doctor_say(detail, size, DOCTOR_FAIL, "fork into it: %s", strerror(errno));
         if (pid == 0)
             _exit(getpid() == 1 ? 0 : 1);
         int status;
         if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            return say(detail, size, DOCTOR_FAIL, "its first child is not pid 1");
+            return doctor_say(detail, size, DOCTOR_FAIL, "its first child is not pid 1");
         break;
     }
     case CLONE_NEWNET: {
@@ -283,7 +283,7 @@ static enum doctor_status ns_child(struct probe *p, void *arg, char *detail, siz
         if (ifs)
             if_freenameindex(ifs);
         if (!only_lo || n != 1)
-            return say(detail, size, DOCTOR_FAIL, "the new namespace does not hold just lo");
+            return doctor_say(detail, size, DOCTOR_FAIL, "the new namespace does not hold just lo");
         break;
     }
     case CLONE_NEWUTS: {
@@ -291,18 +291,18 @@ static enum doctor_status ns_child(struct probe *p, void *arg, char *detail, siz
         char got[HOST_NAME_MAX + 1] = "";
         if (sethostname(name, sizeof name - 1) < 0 || gethostname(got, sizeof got) < 0 ||
             strcmp(got, name) != 0)
-            return say(detail, size, DOCTOR_FAIL, "sethostname inside: %s", strerror(errno));
+            return doctor_say(detail, size, DOCTOR_FAIL, "sethostname inside: %s", strerror(errno));
         break;
     }
     case CLONE_NEWCGROUP: {
         /* Our own cgroups become the roots of the new view. */
         char text[4096];
         if (file_read_at(AT_FDCWD, "/proc/self/cgroup", text, sizeof text, NULL) < 0)
-            return say(detail, size, DOCTOR_FAIL, "read /proc/self/cgroup: %s", strerror(errno));
+            return doctor_say(detail, size, DOCTOR_FAIL, "read /proc/self/cgroup: %s", strerror(errno));
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
             size_t len = strlen(line);
             if (len < 2 || strcmp(line + len - 2, ":/") != 0)
-                return say(detail, size, DOCTOR_FAIL, "/proc/self/cgroup inside shows \"%s\"",
+                return doctor_say(detail, size, DOCTOR_FAIL, "/proc/self/cgroup inside shows \"%s\"",
                            line);
         }
         break;
@@ -310,7 +310,7 @@ static enum doctor_status ns_child(struct probe *p, void *arg, char *detail, siz
     default:
         break;
     }
-    return say(detail, size, DOCTOR_OK, "ok");
+    return doctor_say(detail, size, DOCTOR_OK, "ok");
 }
 
 void check_namespaces(struct doctor_result *r)
@@ -324,7 +324,7 @@ void check_namespaces(struct doctor_result *r)
     char good[128] = "", bad[1200] = "";
     for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
         struct doctor_result one;
-        probe_run(&one, ns_child, NULL, (void *)&probes[i]);
+        doctor_probe_run(&one, ns_child, NULL, (void *)&probes[i]);
         char *list = one.status == DOCTOR_OK ? good : bad;
         size_t cap = one.status == DOCTOR_OK ? sizeof good : sizeof bad;
         size_t len = strlen(list);
@@ -385,12 +385,12 @@ void check_clone3(struct doctor_result *r)
     if (n != 1) {
         result_set(r, DOCTOR_FAIL, "the pidfd never became readable when the child exited");
         kill(pid, SIGKILL);
-        reap(pid);
+        doctor_reap(pid);
         return;
     }
     if (waitid((idtype_t)P_PIDFD, (id_t)fd, &info, WEXITED) < 0) {
         result_set(r, DOCTOR_FAIL, "waitid(P_PIDFD): %s", strerror(errno));
-        reap(pid);
+        doctor_reap(pid);
         return;
     }
     if (info.si_pid != pid || info.si_code != CLD_EXITED || info.si_status != 42) {

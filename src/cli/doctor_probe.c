@@ -20,7 +20,7 @@
 
 /* ---------- small helpers ---------- */
 
-enum doctor_status say(char *out, size_t size, enum doctor_status status, const char *fmt, ...)
+enum doctor_status doctor_say(char *out, size_t size, enum doctor_status status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -29,42 +29,42 @@ enum doctor_status say(char *out, size_t size, enum doctor_status status, const 
     return status;
 }
 
-uint64_t now_ms(void)
+uint64_t doctor_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-void sleep_ms(unsigned ms)
+void doctor_sleep_ms(unsigned ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
 }
 
-void reap(pid_t pid)
+void doctor_reap(pid_t pid)
 {
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
 }
 
-int wait_bounded(pid_t pid, int *status, unsigned timeout_ms)
+int doctor_wait_bounded(pid_t pid, int *status, unsigned timeout_ms)
 {
-    uint64_t deadline = now_ms() + timeout_ms;
+    uint64_t deadline = doctor_now_ms() + timeout_ms;
     for (;;) {
         pid_t got = waitpid(pid, status, WNOHANG);
         if (got == pid)
             return 0;
         if (got < 0 && errno != EINTR)
             return -1;
-        if (now_ms() >= deadline)
+        if (doctor_now_ms() >= deadline)
             return -1;
-        sleep_ms(2);
+        doctor_sleep_ms(2);
     }
 }
 
-void describe_wait_status(int status, char *out, size_t size)
+void doctor_describe_wait_status(int status, char *out, size_t size)
 {
     if (WIFEXITED(status))
         snprintf(out, size, "exit status %d", WEXITSTATUS(status));
@@ -75,7 +75,7 @@ void describe_wait_status(int status, char *out, size_t size)
         snprintf(out, size, "wait status 0x%x", (unsigned)status);
 }
 
-long long read_number(const char *path)
+long long doctor_read_number(const char *path)
 {
     char buf[64];
     if (file_read_at(AT_FDCWD, path, buf, sizeof buf, NULL) < 0)
@@ -99,7 +99,7 @@ struct probe_msg {
     char text[1200];
 };
 
-int probe_ask_parent(struct probe *p)
+int doctor_probe_ask_parent(struct probe *p)
 {
     char c = 'P';
     if (send(p->sock, &c, 1, MSG_NOSIGNAL) != 1)
@@ -128,7 +128,7 @@ static _Noreturn void probe_child_main(int sock, pid_t parent, probe_child_fn fn
     _exit(0);
 }
 
-void probe_run(struct doctor_result *r, probe_child_fn child_fn, probe_parent_fn parent_fn,
+void doctor_probe_run(struct doctor_result *r, probe_child_fn child_fn, probe_parent_fn parent_fn,
                void *arg)
 {
     int sv[2];
@@ -151,9 +151,9 @@ void probe_run(struct doctor_result *r, probe_child_fn child_fn, probe_parent_fn
     }
     close(sv[1]);
     bool have_result = false, killed = false;
-    uint64_t deadline = now_ms() + PROBE_TIMEOUT_MS;
+    uint64_t deadline = doctor_now_ms() + PROBE_TIMEOUT_MS;
     for (;;) {
-        uint64_t now = now_ms();
+        uint64_t now = doctor_now_ms();
         if (now >= deadline) {
             result_set(r, DOCTOR_FAIL, "the probe did not finish within %d ms", PROBE_TIMEOUT_MS);
             killed = true;
@@ -196,7 +196,7 @@ void probe_run(struct doctor_result *r, probe_child_fn child_fn, probe_parent_fn
         ;
     if (!have_result && !killed) {
         char how[96];
-        describe_wait_status(status, how, sizeof how);
+        doctor_describe_wait_status(status, how, sizeof how);
         result_set(r, DOCTOR_FAIL, "the probe ended without a report (%s)", how);
     }
 }

@@ -27,37 +27,37 @@ static enum doctor_status seccomp_child(struct probe *p, void *arg, char *detail
 {
     const struct seccomp_program *prog = arg;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        return say(detail, size, DOCTOR_FAIL, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+        return doctor_say(detail, size, DOCTOR_FAIL, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
     if (seccomp_install(prog) < 0)
-        return say(detail, size, DOCTOR_FAIL, "installing the filter: %s", strerror(errno));
+        return doctor_say(detail, size, DOCTOR_FAIL, "installing the filter: %s", strerror(errno));
     /* unshare(0) does nothing and succeeds when allowed */
     errno = 0;
     long rc = syscall(SYS_unshare, 0);
     if (rc != -1 || errno != EPERM)
-        return say(detail, size, DOCTOR_FAIL, "unshare(0) returned %ld (%s), want EPERM", rc,
+        return doctor_say(detail, size, DOCTOR_FAIL, "unshare(0) returned %ld (%s), want EPERM", rc,
                    strerror(errno));
     /* io_uring_setup(0, NULL) is EINVAL/EFAULT when allowed */
     errno = 0;
     rc = syscall(SYS_io_uring_setup, 0, NULL);
     if (rc != -1 || errno != ENOSYS)
-        return say(detail, size, DOCTOR_FAIL, "io_uring_setup returned %ld (%s), want ENOSYS", rc,
+        return doctor_say(detail, size, DOCTOR_FAIL, "io_uring_setup returned %ld (%s), want ENOSYS", rc,
                    strerror(errno));
     errno = 0;
     int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0);
     if (fd >= 0)
         close(fd);
     if (fd != -1 || errno != EAFNOSUPPORT)
-        return say(detail, size, DOCTOR_FAIL,
+        return doctor_say(detail, size, DOCTOR_FAIL,
                    "socket(AF_NETLINK) returned %d (%s), want "
                    "EAFNOSUPPORT",
                    fd, strerror(errno));
     /* ...and ordinary calls still work */
     fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return say(detail, size, DOCTOR_FAIL, "open(/dev/null) under the filter: %s",
+        return doctor_say(detail, size, DOCTOR_FAIL, "open(/dev/null) under the filter: %s",
                    strerror(errno));
     close(fd);
-    return say(detail, size, DOCTOR_OK,
+    return doctor_say(detail, size, DOCTOR_OK,
                "installed after no_new_privs in a child: unshare -> "
                "EPERM, io_uring_setup -> ENOSYS, socket(AF_NETLINK) -> EAFNOSUPPORT, open works");
 }
@@ -76,7 +76,7 @@ void check_seccomp(struct doctor_result *r)
         result_set(r, DOCTOR_FAIL, "hutch was built without its seccomp programs");
         return;
     }
-    probe_run(r, seccomp_child, NULL, &builtin);
+    doctor_probe_run(r, seccomp_child, NULL, &builtin);
     if (r->status != DOCTOR_OK)
         return;
     /* Compiling again with this host's libseccomp shows whether the build-time program still
@@ -103,9 +103,9 @@ static enum doctor_status landlock_child(struct probe *p, void *arg, char *detai
 {
     int abi = *(const int *)arg;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        return say(detail, size, DOCTOR_WARN, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+        return doctor_say(detail, size, DOCTOR_WARN, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
     if (landlock_restrict() < 0)
-        return say(detail, size, DOCTOR_WARN,
+        return doctor_say(detail, size, DOCTOR_WARN,
                    "landlock_restrict() failed: %s; sandboxes would "
                    "fail to start",
                    strerror(errno));
@@ -115,7 +115,7 @@ static enum doctor_status landlock_child(struct probe *p, void *arg, char *detai
     const char *fs = "mkdir outside the writable places -> EACCES";
     if (mkdir(dir, 0700) == 0) {
         rmdir(dir);
-        return say(detail, size, DOCTOR_WARN,
+        return doctor_say(detail, size, DOCTOR_WARN,
                    "ABI %d, but after landlock_restrict() a mkdir in / "
                    "still worked: the rules do not apply",
                    abi);
@@ -125,23 +125,23 @@ static enum doctor_status landlock_child(struct probe *p, void *arg, char *detai
     else if (errno == EACCES && geteuid() != 0)
         fs = "(not root, so the write rule is not testable)";
     else if (errno != EACCES)
-        return say(detail, size, DOCTOR_WARN,
+        return doctor_say(detail, size, DOCTOR_WARN,
                    "after landlock_restrict() mkdir in / gave %s, "
                    "want EACCES",
                    strerror(errno));
     if (abi < 6)
-        return say(detail, size, DOCTOR_WARN,
+        return doctor_say(detail, size, DOCTOR_WARN,
                    "ABI %d: %s; below ABI 6 there is no signal or "
                    "abstract-socket scoping, so a payload can signal processes outside its "
                    "domain (Linux 6.12+ has it)",
                    abi, fs);
     /* Signal scoping: the parent is outside our domain, so even signal 0 must be refused. */
     if (kill(getppid(), 0) == 0 || errno != EPERM)
-        return say(detail, size, DOCTOR_WARN,
+        return doctor_say(detail, size, DOCTOR_WARN,
                    "ABI %d, but kill(parent, 0) was not refused with "
                    "EPERM after landlock_restrict()",
                    abi);
-    return say(detail, size, DOCTOR_OK,
+    return doctor_say(detail, size, DOCTOR_OK,
                "ABI %d; landlock_restrict() in a child: %s, "
                "kill(parent, 0) -> EPERM (signal scoping)",
                abi, fs);
@@ -157,7 +157,7 @@ void check_landlock(struct doctor_result *r)
                    "second wall (namespaces and seccomp still apply)");
         return;
     }
-    probe_run(r, landlock_child, NULL, &abi);
+    doctor_probe_run(r, landlock_child, NULL, &abi);
     /* Landlock is a second layer: never a reason to refuse to run. */
     if (r->status == DOCTOR_FAIL)
         r->status = DOCTOR_WARN;
@@ -170,9 +170,9 @@ static enum doctor_status nft_lib_child(struct probe *p, void *arg, char *detail
     /* In a child: loading it runs its constructors, which the doctor itself has no use for. */
     void *lib = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib)
-        return say(detail, size, DOCTOR_WARN, "%s", dlerror());
+        return doctor_say(detail, size, DOCTOR_WARN, "%s", dlerror());
     bool has_api = dlsym(lib, "nft_run_cmd_from_buffer") != NULL;
-    return say(detail, size, has_api ? DOCTOR_OK : DOCTOR_WARN,
+    return doctor_say(detail, size, has_api ? DOCTOR_OK : DOCTOR_WARN,
                has_api ? "ok" : "libnftables.so.1 lacks nft_run_cmd_from_buffer");
 }
 
@@ -196,7 +196,7 @@ void check_nftables(struct doctor_result *r)
     char nft[PATH_MAX];
     bool have_nft = find_in_path("nft", nft, sizeof nft);
     struct doctor_result lib;
-    probe_run(&lib, nft_lib_child, NULL, NULL);
+    doctor_probe_run(&lib, nft_lib_child, NULL, NULL);
     if (have_nft && lib.status == DOCTOR_OK) {
         result_set(r, DOCTOR_OK,
                    "nft at %s, libnftables.so.1 loads (for sandbox network egress "
