@@ -1,7 +1,7 @@
 /* The sandbox's root filesystem, built from inside the child's mount namespace:
  *   stage (tmpfs, size = disk limit)  holds the writable layer: upper/, work/, usr-upper/, ...
  *   /       overlay: template rootfs (read-only lower) + stage/upper
- *   /usr    overlay: host /usr (read-only lower) + stage/usr-upper
+ *   /usr    the host's /usr, bound read-only, nosuid, nodev
  *   /dev    tmpfs with null, zero, full, random, urandom, tty bound from the host, devpts, shm
  *   /proc   fresh proc; sys, sysrq-trigger, irq, bus read-only
  * then pivot_root. Everything lives in the sandbox's mount namespace and the stage tmpfs, so it

@@ -14,12 +14,14 @@
 #include "util/cleanup.h"
 #include "util/fileio.h"
 
-/* Host /etc entries copied into the template. Only world-readable entries are copied, so secrets
+/* Host /etc entries copied into the template. Not /etc/python3*: Debian's sitecustomize there
+ * only tries to import apport's hook, a failed search of all of sys.path at every Python start.
+ * Only world-readable entries are copied, so secrets
  * (shadow, ssl/private, ssh host keys) never are, even when listed by mistake. */
 static const char *const host_etc[] = {
     "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
     "bash.bashrc", "profile", "profile.d", "inputrc", "environment", "shells", "mime.types",
-    "matplotlibrc", "python3", "python3.11", "fonts", "ssl", "ca-certificates", "debian_version",
+    "matplotlibrc", "fonts", "ssl", "ca-certificates", "debian_version",
     "os-release", "protocols", "services", "gai.conf", "host.conf", "locale.alias", "magic",
     "magic.mime", "nanorc", "vim", "X11", "xdg", "perl", "login.defs", "adduser.conf", "skel",
 };
