@@ -638,7 +638,15 @@ int cgroup_destroy(struct cgroup *cg, err_t *err)
 {
     if (!cg)
         return 0;
-    int rc = cgroup_kill(cg, err);
+    /* The common case needs no kill: the sandbox's processes are gone, which cgroup2 says in one
+     * read (and then the v1 groups, holding the same processes, are empty too). */
+    uint64_t populated = 1;
+    int rc = 0;
+    if (cg->mode == CGROUP_MODE_V1 || cg->v2.fd < 0 ||
+        cgroup_dir_read_key(cg, &cg->v2, "cgroup.events", "populated", &populated, false, NULL) <
+            0 ||
+        populated != 0)
+        rc = cgroup_kill(cg, err);
     /* Try the rmdirs even if the kill failed: an empty hierarchy still goes away. */
     if (cgroup_remove_all(cg, rc < 0 ? NULL : err) < 0)
         rc = -1;

@@ -51,8 +51,11 @@ int privs_drop(uid_t uid, bool die_with_parent)
 {
     /* The bounding set needs CAP_SETPCAP, so it goes first, while we still have it. */
     for (int cap = 0; cap <= 63; cap++) {
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-            return -1;
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+            continue;
+        if (errno == EINVAL)
+            break; /* past the kernel's last capability */
+        return -1;
     }
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         return -1;
