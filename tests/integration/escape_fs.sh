@@ -15,13 +15,7 @@
 # Every secret holds a random token; a leak anywhere in the output is a failure.
 . "$(dirname "$0")/lib.sh"
 
-for p in escape ids; do
-    if [ ! -x "$PROBES/$p" ]; then
-        not_ok "probe $p is built (make build/probe/$p)"
-        done_testing
-        exit 1
-    fi
-done
+require_probes escape ids
 
 token() { echo "hutch-$1-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"; }
 tag=$$-$RANDOM

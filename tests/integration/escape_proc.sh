@@ -16,13 +16,7 @@
 # Each has a control run on the host that shows the same probe notices when the attempt works.
 . "$(dirname "$0")/lib.sh"
 
-for p in escape ids; do
-    if [ ! -x "$PROBES/$p" ]; then
-        not_ok "probe $p is built (make build/probe/$p)"
-        done_testing
-        exit 1
-    fi
-done
+require_probes escape ids
 
 line() { awk -v op="$2" '$1 == op { print; exit }' <<<"$1"; }
 expect() { like "$(line "$1" "$2")" "^[^ ]+ errno=($3)( |\$)" "$4"; }

@@ -7,13 +7,7 @@
 # try-syscall's sweep then pins the errno of each call the seccomp filter denies.
 . "$(dirname "$0")/lib.sh"
 
-for p in escape try-syscall; do
-    if [ ! -x "$PROBES/$p" ]; then
-        not_ok "probe $p is built (make build/probe/$p)"
-        done_testing
-        exit 1
-    fi
-done
+require_probes escape try-syscall
 
 # line OUTPUT OP: the probe's line for operation OP.
 line() { awk -v op="$2" '$1 == op { print; exit }' <<<"$1"; }

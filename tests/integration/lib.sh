@@ -64,3 +64,14 @@ print(v if isinstance(v,str) else json.dumps(v))' "$1" "$2"
 }
 # now_ms: CLOCK_REALTIME in milliseconds, to time a run from outside.
 now_ms() { date +%s%3N; }
+# require_probes NAME...: stop the script with a failure unless every probe is built.
+require_probes() {
+    local p
+    for p in "$@"; do
+        if [ ! -x "$PROBES/$p" ]; then
+            not_ok "probe $p is built (make build/probe/$p)"
+            done_testing
+            exit 1
+        fi
+    done
+}
