@@ -781,6 +781,7 @@ int run_main(int argc, char **argv)
     finish(r);
     enum verdict v = verdict_decide(&r->facts);
     print_result(r, v);
+    jail_reap(&r->jail);
     release(r);
     free(r);
     return verdict_exit_status(v);

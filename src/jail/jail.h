@@ -107,3 +107,6 @@ uint64_t jail_now_ns(void);
 int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err);
 /* Kills everything in the sandbox and removes its cgroup; closes fds; reaps init. Idempotent. */
 int jail_destroy(struct jail *jail, err_t *err);
+/* After jail_destroy: waits for the keeper, which exits on its own once told. Separate so that
+ * the caller can do its own work (print the result) meanwhile. Idempotent. */
+void jail_reap(struct jail *jail);

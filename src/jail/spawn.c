@@ -142,16 +142,22 @@ static int keeper_start(struct jail *jail, const char *cgroup_name, int keep_fd,
     return 0;
 }
 
-static void keeper_finish(struct jail *jail, bool cleaned_up)
+/* Tells the keeper that everything is gone (a byte) or that it must clean up (EOF). It exits
+ * either way; jail_reap collects it. */
+static void keeper_release(struct jail *jail, bool cleaned_up)
 {
-    if (jail->keeper_fd >= 0) {
-        if (cleaned_up) {
-            char byte = 'd';
-            (void)!write(jail->keeper_fd, &byte, 1);
-        }
-        close(jail->keeper_fd);
-        jail->keeper_fd = -1;
+    if (jail->keeper_fd < 0)
+        return;
+    if (cleaned_up) {
+        char byte = 'd';
+        (void)!write(jail->keeper_fd, &byte, 1);
     }
+    close(jail->keeper_fd);
+    jail->keeper_fd = -1;
+}
+
+void jail_reap(struct jail *jail)
+{
     if (jail->keeper_pid > 0) {
         while (waitpid(jail->keeper_pid, NULL, 0) < 0 && errno == EINTR)
             ;
@@ -285,6 +291,7 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
 fail:;
     err_t ignored;
     jail_destroy(out, &ignored);
+    jail_reap(out);
     return -1;
 }
 
@@ -302,7 +309,7 @@ int jail_destroy(struct jail *jail, err_t *err)
         rc = cgroup_destroy(jail->cgroup, err);
         jail->cgroup = NULL;
     }
-    keeper_finish(jail, rc == 0);
+    keeper_release(jail, rc == 0);
     int *fds[] = {&jail->pidfd, &jail->control_fd, &jail->output_dirfd};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
         if (*fds[i] >= 0)
