@@ -21,7 +21,15 @@ static void close_all_but(int keep)
 void init_main(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog,
                int output_fd)
 {
-    pid_t payload = fork();
+    /* READY first: with vfork below we would only get to say it after the payload's exec, and
+     * its own reports (an exec failure) must reach the host after READY, not before. */
+    struct control_msg ready = {.type = CONTROL_READY};
+    if (control_send(ctl, &ready, output_fd) < 0)
+        _exit(1);
+    /* vfork: the payload only prepares its exec, so copying init's page tables for it would be
+     * wasted (a quarter of a millisecond here). Init waits until the payload has exec'd or
+     * died; the payload never returns from jail_exec_payload, and its fds are its own. */
+    pid_t payload = vfork();
     if (payload < 0)
         control_die(ctl, errno, "fork payload");
     if (payload == 0) {
@@ -29,9 +37,6 @@ void init_main(const struct jail_spec *spec, int ctl, const struct seccomp_progr
             close(output_fd);
         jail_exec_payload(spec, ctl, prog);
     }
-    struct control_msg ready = {.type = CONTROL_READY, .code = payload};
-    if (control_send(ctl, &ready, output_fd) < 0)
-        _exit(1);
     close_all_but(ctl);
     /* Init keeps sandbox uid 0 but no capability, and the same filter as the payload. */
     if (privs_drop(0, spec->die_with_parent) < 0 || seccomp_install(prog) < 0)

@@ -7,7 +7,7 @@
 
 enum control_type {
     CONTROL_GO = 1,      /* host -> child: maps written, cgroups joined; go on */
-    CONTROL_READY,       /* init -> host: sandbox built, payload forked; fd = /output dir */
+    CONTROL_READY,       /* init -> host: sandbox built, the payload starts next; fd = /output */
     CONTROL_SETUP_ERROR, /* child -> host: setup failed; code = errno, text = what */
     CONTROL_EXEC_ERROR,  /* payload -> host: execve failed; code = errno, text = argv[0] */
     CONTROL_EXIT,        /* init -> host: payload ended; code = exit status or -1, sig = signal */
