@@ -37,6 +37,10 @@ void init_main(const struct jail_spec *spec, int ctl, const struct seccomp_progr
             close(output_fd);
         jail_exec_payload(spec, ctl, prog);
     }
+    /* Whatever the payload did to the memory it shared with us until its exec: init is never
+     * dumpable, so no process inside can read or write it through /proc/1. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        control_die(ctl, errno, "PR_SET_DUMPABLE");
     close_all_but(ctl);
     /* Init keeps sandbox uid 0 but no capability, and the same filter as the payload. */
     if (privs_drop(0, spec->die_with_parent) < 0 || seccomp_install(prog) < 0)

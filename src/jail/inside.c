@@ -163,6 +163,10 @@ void jail_exec_payload(const struct jail_spec *spec, int ctl, const struct secco
     if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
         file_write_str_at(AT_FDCWD, "/proc/self/oom_score_adj", "1000", NULL) < 0)
         control_die(ctl, errno, "set oom_score_adj");
+    /* And back: dumpable belongs to the memory, which until execve is init's (vfork). A
+     * dumpable init would open its /proc/1/{mem,fd} to a payload of the same uid. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        control_die(ctl, errno, "PR_SET_DUMPABLE");
     if (chdir(cwd) < 0)
         control_die(ctl, errno, "chdir %s", cwd);
     if (landlock_restrict() < 0)
