@@ -191,7 +191,7 @@ for delay in 0.01 0.03 0.06; do
     gone $hp "kill -9 after $delay s"
 done
 # kill -9 at the worst moments of setup, held there by strace: while hutch creates the cgroup
-# directories, and after they exist but before the keeper that would remove them is forked.
+# directories, and while they exist but the sandbox is not yet in all of them.
 # kill_in_setup WHAT MIN_DIRS STRACE-ARGS...
 kill_in_setup() {
     local what=$1 min=$2; shift 2
@@ -229,8 +229,12 @@ kill_in_setup() {
 if command -v strace >/dev/null; then
     kill_in_setup "kill -9 while creating the cgroups" 1 \
         -e trace=mkdir,mkdirat -e inject=mkdir,mkdirat:delay_exit=150000
-    kill_in_setup "kill -9 after the cgroups, before the keeper" 2 \
-        -e trace=clone,clone3 -e inject=clone,clone3:delay_enter=500000:when=1
+    # The keeper is forked before the first mkdir; then the cgroup2 group, the clone, and the
+    # v1 groups, made while the child builds its root and handed to it by the second sendmsg.
+    kill_in_setup "kill -9 with the cgroup2 group made, before the clone" 1 \
+        -e trace=clone3 -e inject=clone3:delay_enter=500000:when=1
+    kill_in_setup "kill -9 with every cgroup made, before the child joins them" 3 \
+        -e trace=sendmsg -e inject=sendmsg:delay_enter=500000:when=2
 else
     skip "kill -9 during setup" "no strace"
 fi
