@@ -265,21 +265,24 @@ static enum doctor_status freezer_steps(struct cgroup *cg, enum cgroup_mode mode
         return doctor_say(detail, size, DOCTOR_FAIL, "freeze: %s", err.msg);
     const char *how = cgroup_frozen_by(cg, mode);
     if (!how)
-        return doctor_say(detail, size, DOCTOR_FAIL, "the group does not read as frozen after a freeze");
+        return doctor_say(detail, size, DOCTOR_FAIL,
+                          "the group does not read as frozen after a freeze");
     uint64_t before = *counter;
     doctor_sleep_ms(50);
     if (*counter != before)
-        return doctor_say(detail, size, DOCTOR_FAIL, "a frozen child kept running (%llu steps in 50 ms)",
-                   (unsigned long long)(*counter - before));
+        return doctor_say(detail, size, DOCTOR_FAIL,
+                          "a frozen child kept running (%llu steps in 50 ms)",
+                          (unsigned long long)(*counter - before));
     if (cgroup_set_frozen(cg, false, &err) < 0)
         return doctor_say(detail, size, DOCTOR_FAIL, "thaw: %s", err.msg);
     if (!counter_moves(counter, before, 1000))
         return doctor_say(detail, size, DOCTOR_FAIL, "the child did not run again after the thaw");
-    return doctor_say(detail, size, DOCTOR_OK,
-               "%s: froze hutch/%s with a child in it, which stopped "
-               "(state read back, no progress for 50 ms), thawed it, it ran again; killed and "
-               "removed",
-               how, name);
+    return doctor_say(
+        detail, size, DOCTOR_OK,
+        "%s: froze hutch/%s with a child in it, which stopped "
+        "(state read back, no progress for 50 ms), thawed it, it ran again; killed and "
+        "removed",
+        how, name);
 }
 
 void check_freezer(struct doctor_result *r)
@@ -352,8 +355,8 @@ static enum doctor_status cgroup_kill_steps(struct cgroup *cg, const char *name,
         return doctor_say(detail, size, DOCTOR_FAIL, "%s", err.msg);
     if (access(path, F_OK) < 0)
         return doctor_say(detail, size, DOCTOR_WARN,
-                   "no cgroup.kill (Linux < 5.14): hutch kills "
-                   "through the freezer instead, which a forking payload can make slower");
+                          "no cgroup.kill (Linux < 5.14): hutch kills "
+                          "through the freezer instead, which a forking payload can make slower");
     if (file_write_str_at(AT_FDCWD, path, "1", &err) < 0)
         return doctor_say(detail, size, DOCTOR_FAIL, "%s", err.msg);
     int status;
@@ -362,12 +365,13 @@ static enum doctor_status cgroup_kill_steps(struct cgroup *cg, const char *name,
     if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
         char how[96];
         doctor_describe_wait_status(status, how, sizeof how);
-        return doctor_say(detail, size, DOCTOR_FAIL, "after cgroup.kill the child ended with %s", how);
+        return doctor_say(detail, size, DOCTOR_FAIL, "after cgroup.kill the child ended with %s",
+                          how);
     }
     return doctor_say(detail, size, DOCTOR_OK,
-               "clone3(CLONE_INTO_CGROUP) put a child in hutch/%s; "
-               "writing 1 to its cgroup.kill SIGKILLed it",
-               name);
+                      "clone3(CLONE_INTO_CGROUP) put a child in hutch/%s; "
+                      "writing 1 to its cgroup.kill SIGKILLed it",
+                      name);
 }
 
 void check_cgroup_kill(struct doctor_result *r)

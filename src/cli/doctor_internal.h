@@ -53,7 +53,7 @@ int doctor_probe_ask_parent(struct probe *p);
 /* Runs child_fn in a forked child and puts its verdict in r. parent_fn (may be NULL) runs in
  * the parent each time the child calls probe_ask_parent. */
 void doctor_probe_run(struct doctor_result *r, probe_child_fn child_fn, probe_parent_fn parent_fn,
-               void *arg);
+                      void *arg);
 
 /* ---------- the checks; doctor.c's table gives their names and order ---------- */
 

@@ -67,7 +67,7 @@ static int userns_enter(struct probe *p, const struct userns_probe *u, char *det
 {
     if (unshare(CLONE_NEWUSER | u->extra_flags) < 0) {
         doctor_say(detail, size, DOCTOR_FAIL, "unshare(CLONE_NEWUSER%s): %s",
-            u->extra_flags ? "|CLONE_NEWNS" : "", strerror(errno));
+                   u->extra_flags ? "|CLONE_NEWNS" : "", strerror(errno));
         return -1;
     }
     if (doctor_probe_ask_parent(p) < 0) {
@@ -77,7 +77,7 @@ static int userns_enter(struct probe *p, const struct userns_probe *u, char *det
     /* Until now our ids are host root, which the map does not cover (they read as 65534). */
     if (userns_become_root() < 0) {
         doctor_say(detail, size, DOCTOR_FAIL, "setresuid/setresgid(0) inside the new namespace: %s",
-            strerror(errno));
+                   strerror(errno));
         return -1;
     }
     return 0;
@@ -93,18 +93,18 @@ static enum doctor_status userns_child(struct probe *p, void *arg, char *detail,
     if (file_read_at(AT_FDCWD, "/proc/self/uid_map", map, sizeof map, NULL) < 0 ||
         sscanf(map, "%u %u %u", &inside, &outside, &count) != 3)
         return doctor_say(detail, size, DOCTOR_FAIL, "cannot read /proc/self/uid_map inside: %s",
-                   strerror(errno));
+                          strerror(errno));
     if (inside != 0 || outside != u->host_base || count != JAIL_UID_COUNT || getuid() != 0 ||
         getgid() != 0)
-        return doctor_say(detail, size, DOCTOR_FAIL,
-                   "ids inside are uid %u gid %u with uid_map \"%u %u %u\"; want uid 0 mapped "
-                   "to host %u",
-                   (unsigned)getuid(), (unsigned)getgid(), inside, outside, count,
-                   (unsigned)u->host_base);
+        return doctor_say(
+            detail, size, DOCTOR_FAIL,
+            "ids inside are uid %u gid %u with uid_map \"%u %u %u\"; want uid 0 mapped "
+            "to host %u",
+            (unsigned)getuid(), (unsigned)getgid(), inside, outside, count, (unsigned)u->host_base);
     return doctor_say(detail, size, DOCTOR_OK,
-               "unshare(CLONE_NEWUSER) in a child, the parent wrote uid_map/gid_map "
-               "\"0 %u %u\", root inside",
-               outside, count);
+                      "unshare(CLONE_NEWUSER) in a child, the parent wrote uid_map/gid_map "
+                      "\"0 %u %u\", root inside",
+                      outside, count);
 }
 
 void check_userns(struct doctor_result *r)
@@ -144,51 +144,55 @@ static enum doctor_status overlay_child(struct probe *p, void *arg, char *detail
         return DOCTOR_FAIL;
     /* Private first: nothing mounted below may propagate back to the host. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        return doctor_say(detail, size, DOCTOR_FAIL, "make / private in the new mount namespace: %s",
-                   strerror(errno));
+        return doctor_say(detail, size, DOCTOR_FAIL,
+                          "make / private in the new mount namespace: %s", strerror(errno));
     char mnt[PATH_MAX], merged[PATH_MAX], path[PATH_MAX], opts[3 * PATH_MAX];
     snprintf(mnt, sizeof mnt, "%s/mnt", u->dir);
     snprintf(merged, sizeof merged, "%s/merged", u->dir);
     if (mount("tmpfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
         return doctor_say(detail, size, DOCTOR_FAIL, "mount a tmpfs inside the namespace: %s",
-                   strerror(errno));
+                          strerror(errno));
     snprintf(path, sizeof path, "%s/upper", mnt);
     int rc = mkdir(path, 0755);
     snprintf(path, sizeof path, "%s/work", mnt);
     if (rc < 0 || mkdir(path, 0755) < 0)
-        return doctor_say(detail, size, DOCTOR_FAIL, "mkdir upper/work on the tmpfs: %s", strerror(errno));
+        return doctor_say(detail, size, DOCTOR_FAIL, "mkdir upper/work on the tmpfs: %s",
+                          strerror(errno));
     snprintf(opts, sizeof opts, "lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work,userxattr",
              u->dir, mnt, mnt);
     if (mount("overlay", merged, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
-        return doctor_say(detail, size, DOCTOR_FAIL,
-                   "mount overlay (%s) in a user namespace: %s; hutch's sandbox root is such an "
-                   "overlay (needs Linux 5.11+ for overlay in user namespaces, and an upper "
-                   "filesystem with user.* xattrs)",
-                   opts, strerror(errno));
+        return doctor_say(
+            detail, size, DOCTOR_FAIL,
+            "mount overlay (%s) in a user namespace: %s; hutch's sandbox root is such an "
+            "overlay (needs Linux 5.11+ for overlay in user namespaces, and an upper "
+            "filesystem with user.* xattrs)",
+            opts, strerror(errno));
     char text[128];
     snprintf(path, sizeof path, "%s/hello", merged);
     if (file_read_at(AT_FDCWD, path, text, sizeof text, NULL) < 0 ||
         strcmp(text, OVERLAY_LOWER_TEXT) != 0)
         return doctor_say(detail, size, DOCTOR_FAIL,
-                   "reading the lower layer's file through the overlay "
-                   "failed: %s",
-                   strerror(errno));
+                          "reading the lower layer's file through the overlay "
+                          "failed: %s",
+                          strerror(errno));
     snprintf(path, sizeof path, "%s/probe", merged);
     err_t err;
     if (file_create_at(AT_FDCWD, path, OVERLAY_UPPER_TEXT, strlen(OVERLAY_UPPER_TEXT), 0644, &err) <
         0)
-        return doctor_say(detail, size, DOCTOR_FAIL, "writing a file through the overlay: %s", err.msg);
+        return doctor_say(detail, size, DOCTOR_FAIL, "writing a file through the overlay: %s",
+                          err.msg);
     snprintf(path, sizeof path, "%s/upper/probe", mnt);
     if (file_read_at(AT_FDCWD, path, text, sizeof text, NULL) < 0 ||
         strcmp(text, OVERLAY_UPPER_TEXT) != 0)
         return doctor_say(detail, size, DOCTOR_FAIL,
-                   "the file written through the overlay is not in "
-                   "its upper layer");
-    return doctor_say(detail, size, DOCTOR_OK,
-               "in a child with new user+mount namespaces mapped to host uid %u: tmpfs, then "
-               "overlay (host lower dir, upper/work on the tmpfs, userxattr); read the lower "
-               "file and wrote a new one through it",
-               (unsigned)u->host_base);
+                          "the file written through the overlay is not in "
+                          "its upper layer");
+    return doctor_say(
+        detail, size, DOCTOR_OK,
+        "in a child with new user+mount namespaces mapped to host uid %u: tmpfs, then "
+        "overlay (host lower dir, upper/work on the tmpfs, userxattr); read the lower "
+        "file and wrote a new one through it",
+        (unsigned)u->host_base);
 }
 
 /* The overlay probe's host side: DIR/lower (world-readable, one file), DIR/mnt, DIR/merged. */
@@ -298,12 +302,13 @@ static enum doctor_status ns_child(struct probe *p, void *arg, char *detail, siz
         /* Our own cgroups become the roots of the new view. */
         char text[4096];
         if (file_read_at(AT_FDCWD, "/proc/self/cgroup", text, sizeof text, NULL) < 0)
-            return doctor_say(detail, size, DOCTOR_FAIL, "read /proc/self/cgroup: %s", strerror(errno));
+            return doctor_say(detail, size, DOCTOR_FAIL, "read /proc/self/cgroup: %s",
+                              strerror(errno));
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
             size_t len = strlen(line);
             if (len < 2 || strcmp(line + len - 2, ":/") != 0)
-                return doctor_say(detail, size, DOCTOR_FAIL, "/proc/self/cgroup inside shows \"%s\"",
-                           line);
+                return doctor_say(detail, size, DOCTOR_FAIL,
+                                  "/proc/self/cgroup inside shows \"%s\"", line);
         }
         break;
     }

@@ -20,7 +20,8 @@
 
 /* ---------- small helpers ---------- */
 
-enum doctor_status doctor_say(char *out, size_t size, enum doctor_status status, const char *fmt, ...)
+enum doctor_status doctor_say(char *out, size_t size, enum doctor_status status, const char *fmt,
+                              ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -129,7 +130,7 @@ static _Noreturn void probe_child_main(int sock, pid_t parent, probe_child_fn fn
 }
 
 void doctor_probe_run(struct doctor_result *r, probe_child_fn child_fn, probe_parent_fn parent_fn,
-               void *arg)
+                      void *arg)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {

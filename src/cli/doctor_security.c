@@ -27,7 +27,8 @@ static enum doctor_status seccomp_child(struct probe *p, void *arg, char *detail
 {
     const struct seccomp_program *prog = arg;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        return doctor_say(detail, size, DOCTOR_FAIL, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+        return doctor_say(detail, size, DOCTOR_FAIL, "prctl(PR_SET_NO_NEW_PRIVS): %s",
+                          strerror(errno));
     if (seccomp_install(prog) < 0)
         return doctor_say(detail, size, DOCTOR_FAIL, "installing the filter: %s", strerror(errno));
     /* unshare(0) does nothing and succeeds when allowed */
@@ -35,31 +36,32 @@ static enum doctor_status seccomp_child(struct probe *p, void *arg, char *detail
     long rc = syscall(SYS_unshare, 0);
     if (rc != -1 || errno != EPERM)
         return doctor_say(detail, size, DOCTOR_FAIL, "unshare(0) returned %ld (%s), want EPERM", rc,
-                   strerror(errno));
+                          strerror(errno));
     /* io_uring_setup(0, NULL) is EINVAL/EFAULT when allowed */
     errno = 0;
     rc = syscall(SYS_io_uring_setup, 0, NULL);
     if (rc != -1 || errno != ENOSYS)
-        return doctor_say(detail, size, DOCTOR_FAIL, "io_uring_setup returned %ld (%s), want ENOSYS", rc,
-                   strerror(errno));
+        return doctor_say(detail, size, DOCTOR_FAIL,
+                          "io_uring_setup returned %ld (%s), want ENOSYS", rc, strerror(errno));
     errno = 0;
     int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0);
     if (fd >= 0)
         close(fd);
     if (fd != -1 || errno != EAFNOSUPPORT)
         return doctor_say(detail, size, DOCTOR_FAIL,
-                   "socket(AF_NETLINK) returned %d (%s), want "
-                   "EAFNOSUPPORT",
-                   fd, strerror(errno));
+                          "socket(AF_NETLINK) returned %d (%s), want "
+                          "EAFNOSUPPORT",
+                          fd, strerror(errno));
     /* ...and ordinary calls still work */
     fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return doctor_say(detail, size, DOCTOR_FAIL, "open(/dev/null) under the filter: %s",
-                   strerror(errno));
+                          strerror(errno));
     close(fd);
-    return doctor_say(detail, size, DOCTOR_OK,
-               "installed after no_new_privs in a child: unshare -> "
-               "EPERM, io_uring_setup -> ENOSYS, socket(AF_NETLINK) -> EAFNOSUPPORT, open works");
+    return doctor_say(
+        detail, size, DOCTOR_OK,
+        "installed after no_new_privs in a child: unshare -> "
+        "EPERM, io_uring_setup -> ENOSYS, socket(AF_NETLINK) -> EAFNOSUPPORT, open works");
 }
 
 static bool same_program(const struct seccomp_program *a, const struct seccomp_program *b)
@@ -103,12 +105,13 @@ static enum doctor_status landlock_child(struct probe *p, void *arg, char *detai
 {
     int abi = *(const int *)arg;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        return doctor_say(detail, size, DOCTOR_WARN, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+        return doctor_say(detail, size, DOCTOR_WARN, "prctl(PR_SET_NO_NEW_PRIVS): %s",
+                          strerror(errno));
     if (landlock_restrict() < 0)
         return doctor_say(detail, size, DOCTOR_WARN,
-                   "landlock_restrict() failed: %s; sandboxes would "
-                   "fail to start",
-                   strerror(errno));
+                          "landlock_restrict() failed: %s; sandboxes would "
+                          "fail to start",
+                          strerror(errno));
     /* "/" is outside the places a sandbox may write; as root, only Landlock can refuse this. */
     char dir[64];
     snprintf(dir, sizeof dir, "/.hutch-doctor-landlock-%d", (int)getpid());
@@ -116,9 +119,9 @@ static enum doctor_status landlock_child(struct probe *p, void *arg, char *detai
     if (mkdir(dir, 0700) == 0) {
         rmdir(dir);
         return doctor_say(detail, size, DOCTOR_WARN,
-                   "ABI %d, but after landlock_restrict() a mkdir in / "
-                   "still worked: the rules do not apply",
-                   abi);
+                          "ABI %d, but after landlock_restrict() a mkdir in / "
+                          "still worked: the rules do not apply",
+                          abi);
     }
     if (errno == EROFS)
         fs = "(/ is read-only, write rule not testable)";
@@ -126,25 +129,25 @@ static enum doctor_status landlock_child(struct probe *p, void *arg, char *detai
         fs = "(not root, so the write rule is not testable)";
     else if (errno != EACCES)
         return doctor_say(detail, size, DOCTOR_WARN,
-                   "after landlock_restrict() mkdir in / gave %s, "
-                   "want EACCES",
-                   strerror(errno));
+                          "after landlock_restrict() mkdir in / gave %s, "
+                          "want EACCES",
+                          strerror(errno));
     if (abi < 6)
         return doctor_say(detail, size, DOCTOR_WARN,
-                   "ABI %d: %s; below ABI 6 there is no signal or "
-                   "abstract-socket scoping, so a payload can signal processes outside its "
-                   "domain (Linux 6.12+ has it)",
-                   abi, fs);
+                          "ABI %d: %s; below ABI 6 there is no signal or "
+                          "abstract-socket scoping, so a payload can signal processes outside its "
+                          "domain (Linux 6.12+ has it)",
+                          abi, fs);
     /* Signal scoping: the parent is outside our domain, so even signal 0 must be refused. */
     if (kill(getppid(), 0) == 0 || errno != EPERM)
         return doctor_say(detail, size, DOCTOR_WARN,
-                   "ABI %d, but kill(parent, 0) was not refused with "
-                   "EPERM after landlock_restrict()",
-                   abi);
+                          "ABI %d, but kill(parent, 0) was not refused with "
+                          "EPERM after landlock_restrict()",
+                          abi);
     return doctor_say(detail, size, DOCTOR_OK,
-               "ABI %d; landlock_restrict() in a child: %s, "
-               "kill(parent, 0) -> EPERM (signal scoping)",
-               abi, fs);
+                      "ABI %d; landlock_restrict() in a child: %s, "
+                      "kill(parent, 0) -> EPERM (signal scoping)",
+                      abi, fs);
 }
 
 void check_landlock(struct doctor_result *r)
@@ -173,7 +176,7 @@ static enum doctor_status nft_lib_child(struct probe *p, void *arg, char *detail
         return doctor_say(detail, size, DOCTOR_WARN, "%s", dlerror());
     bool has_api = dlsym(lib, "nft_run_cmd_from_buffer") != NULL;
     return doctor_say(detail, size, has_api ? DOCTOR_OK : DOCTOR_WARN,
-               has_api ? "ok" : "libnftables.so.1 lacks nft_run_cmd_from_buffer");
+                      has_api ? "ok" : "libnftables.so.1 lacks nft_run_cmd_from_buffer");
 }
 
 static bool find_in_path(const char *prog, char *out, size_t size)
