@@ -7,15 +7,7 @@
 # processes are in that cgroup, its keeper holds our private uid-slot lock file.
 . "$(dirname "$0")/lib.sh"
 
-scratch=$(mktemp -d /tmp/hutch-cleanup.XXXXXX)
-bg_pids=()
-cleanup_cleanup() {
-    local p
-    for p in "${bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$scratch"
-    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
-}
-trap cleanup_cleanup EXIT
+use_scratch cleanup
 mkdir -p "$HUTCH_RUN_DIR"
 lockfile=$HUTCH_RUN_DIR/uid-slots.lock
 

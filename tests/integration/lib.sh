@@ -75,3 +75,16 @@ require_probes() {
         fi
     done
 }
+# use_scratch NAME: a private directory in $scratch and a list $bg_pids of background processes;
+# on exit the processes are killed (by pid) and the directory removed.
+use_scratch() {
+    scratch=$(mktemp -d "/tmp/hutch-$1.XXXXXX")
+    bg_pids=()
+    trap lib_cleanup EXIT
+}
+lib_cleanup() {
+    local p
+    for p in "${bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$scratch"
+    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
+}

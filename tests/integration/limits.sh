@@ -3,15 +3,7 @@
 # usage errors.
 . "$(dirname "$0")/lib.sh"
 
-scratch=$(mktemp -d /tmp/hutch-limits.XXXXXX)
-bg_pids=()
-cleanup_limits() {
-    local p
-    for p in "${bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$scratch"
-    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
-}
-trap cleanup_limits EXIT
+use_scratch limits
 
 # bg_run OUT ARGS...: hutch run --json ARGS in the background, JSON to OUT; its pid in BG_PID
 # (the run's cgroup is hutch/run-BG_PID-0). bg_wait OUT: waits for it, exit status to OUT.rc.

@@ -3,15 +3,7 @@
 # by side without cross-talk, each in its own uid range.
 . "$(dirname "$0")/lib.sh"
 
-scratch=$(mktemp -d /tmp/hutch-io.XXXXXX)
-bg_pids=()
-cleanup_io() {
-    local p
-    for p in "${bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$scratch"
-    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
-}
-trap cleanup_io EXIT
+use_scratch io
 # words: stdin with runs of whitespace made single spaces, no trailing newline.
 words() { echo $(cat); }
 
