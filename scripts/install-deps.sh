@@ -7,6 +7,8 @@ packages=(
     build-essential pkg-config
     libseccomp-dev   # seccomp: compiles the sandbox's syscall policy to BPF
     libjansson-dev   # JSON: `hutch run --json`, `hutch doctor --json`
+    # (both, and glibc, are linked statically into build/hutch: libc6-dev has libc.a)
+    nftables         # `hutch doctor` checks it; egress rules for sandboxes will use it
     # what sandboxes run, and what the tests drive
     python3 nodejs bash coreutils procps iproute2 util-linux bsdutils
     # baseline for the benchmark

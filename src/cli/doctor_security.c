@@ -1,9 +1,9 @@
 /* `hutch doctor`: the walls inside a sandbox, each installed in a probe child and tested: the
  * built-in seccomp programs, Landlock, and nftables (for egress rules, not used yet). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/doctor_internal.h"
@@ -168,15 +169,50 @@ void check_landlock(struct doctor_result *r)
 
 /* ---------- nftables (not used yet) ---------- */
 
-static enum doctor_status nft_lib_child(struct probe *p, void *arg, char *detail, size_t size)
+/* In a child, in a network namespace of its own (so the host's rules are never touched and the
+ * table vanishes with it): can the nft command create a table? That needs the tool and the
+ * kernel's nf_tables, which is what egress rules will need. */
+static enum doctor_status nft_child(struct probe *p, void *arg, char *detail, size_t size)
 {
-    /* In a child: loading it runs its constructors, which the doctor itself has no use for. */
-    void *lib = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        return doctor_say(detail, size, DOCTOR_WARN, "%s", dlerror());
-    bool has_api = dlsym(lib, "nft_run_cmd_from_buffer") != NULL;
-    return doctor_say(detail, size, has_api ? DOCTOR_OK : DOCTOR_WARN,
-                      has_api ? "ok" : "libnftables.so.1 lacks nft_run_cmd_from_buffer");
+    const char *nft = arg;
+    if (unshare(CLONE_NEWNET) < 0)
+        return doctor_say(detail, size, DOCTOR_WARN, "unshare(CLONE_NEWNET): %s", strerror(errno));
+    int err_pipe[2];
+    if (pipe2(err_pipe, O_CLOEXEC) < 0)
+        return doctor_say(detail, size, DOCTOR_WARN, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0)
+        return doctor_say(detail, size, DOCTOR_WARN, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDOUT_FILENO);
+        }
+        dup2(err_pipe[1], STDERR_FILENO);
+        execl(nft, "nft", "add", "table", "inet", "hutch_doctor", (char *)NULL);
+        _exit(127);
+    }
+    close(err_pipe[1]);
+    char msg[512] = "";
+    ssize_t n = read(err_pipe[0], msg, sizeof msg - 1);
+    msg[n > 0 ? n : 0] = '\0';
+    msg[strcspn(msg, "\n")] = '\0';
+    close(err_pipe[0]);
+    int status;
+    if (doctor_wait_bounded(pid, &status, PROBE_TIMEOUT_MS / 2) < 0) {
+        kill(pid, SIGKILL);
+        doctor_reap(pid);
+        return doctor_say(detail, size, DOCTOR_WARN, "%s did not finish", nft);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char how[128];
+        doctor_describe_wait_status(status, how, sizeof how);
+        return doctor_say(detail, size, DOCTOR_WARN,
+                          "'nft add table' in a new network namespace: %s%s%s", how,
+                          msg[0] ? ": " : "", msg);
+    }
+    return doctor_say(detail, size, DOCTOR_OK, "ok");
 }
 
 static bool find_in_path(const char *prog, char *out, size_t size)
@@ -197,19 +233,21 @@ static bool find_in_path(const char *prog, char *out, size_t size)
 void check_nftables(struct doctor_result *r)
 {
     char nft[PATH_MAX];
-    bool have_nft = find_in_path("nft", nft, sizeof nft);
-    struct doctor_result lib;
-    doctor_probe_run(&lib, nft_lib_child, NULL, NULL);
-    if (have_nft && lib.status == DOCTOR_OK) {
+    if (!find_in_path("nft", nft, sizeof nft)) {
+        result_set(r, DOCTOR_WARN,
+                   "no nft command: not needed yet (sandboxes have no network), needed later "
+                   "for egress rules; fix: apt-get install nftables");
+        return;
+    }
+    doctor_probe_run(r, nft_child, NULL, nft);
+    if (r->status == DOCTOR_OK) {
         result_set(r, DOCTOR_OK,
-                   "nft at %s, libnftables.so.1 loads (for sandbox network egress "
-                   "rules, not used yet)",
+                   "%s creates a table in a fresh network namespace (for sandbox network "
+                   "egress rules, not used yet)",
                    nft);
         return;
     }
-    result_set(r, DOCTOR_WARN,
-               "%s%s%s: not needed yet (sandboxes have no network), needed "
-               "later for egress rules; fix: apt-get install nftables libnftables1",
-               have_nft ? "" : "no nft command", have_nft || lib.status == DOCTOR_OK ? "" : ", ",
-               lib.status == DOCTOR_OK ? "" : "libnftables does not load");
+    char why[sizeof r->detail];
+    snprintf(why, sizeof why, "%s", r->detail);
+    result_set(r, DOCTOR_WARN, "%s: not needed yet (sandboxes have no network)", why);
 }

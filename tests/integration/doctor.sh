@@ -44,6 +44,18 @@ is "$(cgroups_left "$pid")" "" "no doctor-$pid-*/run-$pid-* cgroup is left behin
 is "$(ls -A "$tmp/tmpdir")" "" "no temporary directory is left behind"
 is "$(cat "$tmp/text.err")" "" "nothing on stderr"
 
+# --- nftables: tried in a network namespace of the probe's own, never the host's ---
+if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then
+    like "$(cat "$tmp/text")" "(^|
+)ok   nftables: [^ ]*nft creates a table in a fresh network namespace" \
+        "with nft installed, the nftables check creates a table in a namespace of its own"
+    nft_bin=$(command -v nft || echo /usr/sbin/nft)
+    is "$("$nft_bin" list tables 2>&1 | grep -c hutch_doctor)" 0 "and the host has no hutch_doctor table"
+else
+    like "$(cat "$tmp/text")" "(^|
+)warn nftables: no nft command" "without nft, the nftables check warns and names the fix"
+fi
+
 # --- JSON ---
 doctor_bg "$tmp/json" --json
 is "$rc" 0 "hutch doctor --json exits 0"

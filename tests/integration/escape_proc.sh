@@ -278,7 +278,12 @@ EOF
 have_script=yes
 command -v script >/dev/null || have_script=
 if [ -n "$have_script" ]; then
-    tty_out=$(timeout 60 script -qec "bash $work/tty.sh $HUTCH run $(esc) -- /tmp/escape" /dev/null </dev/null 2>&1 | tr -d '\r')
+    # script(1) writes an end-of-file to the terminal when its own stdin ends, and the shell's
+    # `read` would then see nothing whatever was injected: its stdin is a pipe that stays open
+    # (a sleep of ours, ended by its pid below) instead of /dev/null.
+    exec {hold_fd}< <(exec sleep 300)
+    hold_pid=$!
+    tty_out=$(timeout 60 script -qec "bash $work/tty.sh $HUTCH run $(esc) -- /tmp/escape" /dev/null <&$hold_fd 2>&1 | tr -d '\r')
     expect "$tty_out" isatty:0 ENOTTY "TIOCSTI: hutch's stdin is a terminal, the program's is not"
     expect "$tty_out" isatty:1 ENOTTY "TIOCSTI: the program's stdout is not the terminal"
     expect "$tty_out" isatty:2 ENOTTY "TIOCSTI: the program's stderr is not the terminal"
@@ -295,7 +300,9 @@ if [ -n "$have_script" ]; then
         ok "TIOCSTI: nothing was echoed by the terminal"
     fi
     # control: the probe run directly on the pty does inject, and both signs show
-    ctl_out=$(timeout 60 script -qec "bash $work/tty.sh $PROBES/escape" /dev/null </dev/null 2>&1 | tr -d '\r')
+    ctl_out=$(timeout 60 script -qec "bash $work/tty.sh $PROBES/escape" /dev/null <&$hold_fd 2>&1 | tr -d '\r')
+    kill "$hold_pid" 2>/dev/null
+    exec {hold_fd}<&-
     like "$ctl_out" "after=\\[${word}a\\]" "TIOCSTI control: on the host the same probe injects into the terminal"
     like "$ctl_out" $'\n'"${word}a"$'\n' "TIOCSTI control: and the terminal echoes it"
 else

@@ -104,8 +104,14 @@ done
 # --- the same calls through the i386 (int $0x80) and x32 ABIs, which a filter written for x86_64
 # numbers would not see: the filter kills the caller instead ----------------------------------
 host=$("$PROBES/escape" int80_getpid int80_unshare 2>&1)
+no_i386=
 if [[ $(line "$host" int80_getpid) == *"killed="* ]]; then
-    skip "control: int \$0x80 works on the host" "no i386 emulation in this kernel"
+    # Without i386 emulation (or under a hypervisor that does not pass int $0x80 on) the kernel
+    # itself refuses the call with SIGSEGV before any filter sees it: inside, that is a refusal
+    # too, and the only other accepted answer.
+    no_i386=$(line "$host" int80_getpid)
+    no_i386=${no_i386#* killed=}
+    skip "control: int \$0x80 works on the host" "no i386 emulation here: the host probe got $no_i386"
 else
     expect_ok "$host" int80_getpid "control: getpid through int \$0x80 works on the host"
     expect_ok "$host" int80_unshare "control: unshare(CLONE_NEWUSER) through int \$0x80 works on the host"
@@ -115,7 +121,9 @@ for who in user root; do
     [ "$who" = root ] && flag=(--root)
     out=$(hrun "${flag[@]}" "$(esc)" -- /tmp/escape int80_getpid int80_unshare x32_unshare 2>&1)
     for op in int80_getpid int80_unshare x32_unshare; do
-        like "$(line "$out" "$op")" "^[^ ]+ (killed=SIGSYS|errno=(ENOSYS|EPERM))\$" "$who: $op is refused (the caller is killed with SIGSYS)"
+        refused='killed=SIGSYS|errno=(ENOSYS|EPERM)'
+        [[ -n $no_i386 && $op == int80_* ]] && refused+="|killed=$no_i386"
+        like "$(line "$out" "$op")" "^[^ ]+ ($refused)\$" "$who: $op is refused (the caller is killed with SIGSYS)"
     done
 done
 
