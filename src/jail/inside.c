@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -49,15 +50,38 @@ static void join_cgroups(int ctl)
         control_die(ctl, errno, "join the sandbox's cgroups");
 }
 
-/* The supervisor blocks and ignores signals of its own; none of that may leak into the sandbox,
- * where a blocked or ignored SIGPIPE or SIGINT would survive execve. */
+/* A mask of signals from a "SigIgn:" or "SigCgt:" line of /proc/self/status (hex, bit n-1 for
+ * signal n); false when the line is missing or malformed. */
+static bool status_sigmask(const char *status, const char *field, unsigned long long *mask)
+{
+    const char *line = strstr(status, field);
+    if (!line)
+        return false;
+    char *end;
+    errno = 0;
+    *mask = strtoull(line + strlen(field), &end, 16);
+    return errno == 0 && end != line + strlen(field) && (*end == '\n' || *end == '\0');
+}
+
+/* The supervisor blocks and ignores signals of its own, and may catch some; none of that may
+ * leak into the sandbox, where a blocked or ignored SIGPIPE or SIGINT would survive execve (and
+ * a caught one would run the supervisor's handler in here until then). Only the signals the
+ * kernel lists as ignored or caught are reset: a sigaction per signal costs a system call each,
+ * about 0.2 ms for all 64 on a virtual machine, and this is on the path to the program's start. */
 static void reset_signals(void)
 {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int sig = 1; sig < NSIG; sig++)
-        signal(sig, SIG_DFL); /* SIGKILL, SIGSTOP and the libc-reserved ones fail: fine */
+    char status[4096];
+    unsigned long long ign, cgt, todo = ~0ULL;
+    /* Still the host's /proc here, where we have a pid of our own. */
+    if (file_read_at(AT_FDCWD, "/proc/self/status", status, sizeof status, NULL) > 0 &&
+        status_sigmask(status, "\nSigIgn:\t", &ign) && status_sigmask(status, "\nSigCgt:\t", &cgt))
+        todo = ign | cgt;
+    for (int sig = 1; sig < NSIG && sig <= 64; sig++)
+        if (todo & (1ULL << (sig - 1)))
+            signal(sig, SIG_DFL); /* SIGKILL, SIGSTOP and the libc-reserved ones fail: fine */
 }
 
 void jail_child_main(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)

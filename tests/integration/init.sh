@@ -23,4 +23,23 @@ out=$(hrun -- cat /proc/self/cgroup)
 bad=$(echo "$out" | grep -v ':/$' || true)
 [ -n "$out" ] && [ -z "$bad" ] && ok "the cgroup namespace hides the host's cgroup tree (every line is /)" ||
     { not_ok "the cgroup namespace hides the host's cgroup tree (every line is /)"; diag "$out"; }
+# Signal state: hutch run started with every signal it can ignore ignored, and several blocked,
+# must start the program with none ignored, caught or blocked (ignored and blocked survive exec).
+sigs=$(python3 - "$HUTCH" <<'EOF'
+import os, signal, sys
+for s in range(1, signal.NSIG):
+    try:
+        signal.signal(s, signal.SIG_IGN)
+    except (OSError, ValueError, RuntimeError):
+        pass
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGTERM, signal.SIGCHLD})
+os.execv(sys.argv[1], [sys.argv[1], "run", "--", "cat", "/proc/self/status"])
+EOF
+)
+like "$sigs" $'\nSigIgn:\t0+\n' "signals ignored by hutch run's caller are not ignored in the sandbox"
+like "$sigs" $'\nSigBlk:\t0+\n' "signals blocked by hutch run's caller are not blocked in the sandbox"
+like "$sigs" $'\nSigCgt:\t0+\n' "and none is caught by a handler"
+ctl=$(python3 -c 'import signal; signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+import os; os.execv("/bin/cat", ["cat", "/proc/self/status"])')
+like "$ctl" $'\nSigIgn:\t0*[1-9a-f]' "control: ignored signals do survive exec outside a sandbox"
 done_testing
