@@ -20,8 +20,8 @@
 #include "jail/privs.h"
 #include "jail/rootfs.h"
 #include "jail/userns.h"
-#include "util/proctitle.h"
 #include "util/fileio.h"
+#include "util/proctitle.h"
 
 static void wait_for_go(int ctl)
 {
