@@ -3,9 +3,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/mount.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <linux/mount.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "jail/control.h"
+#include "util/fileio.h"
 
 /* Directories that must exist in the writable layer before the overlay is mounted: overlay
  * cannot copy up a lower directory owned by an unmapped host uid (EOVERFLOW), so every place the
@@ -23,10 +25,10 @@ struct upper_dir {
     int owner; /* 0 = sandbox root, 1 = sandbox user, 2 = whoever the payload runs as */
 };
 static const struct upper_dir upper_dirs[] = {
-    {"upper/tmp", 01777, 0},     {"upper/var", 0755, 0},        {"upper/var/tmp", 01777, 0},
-    {"upper/run", 0755, 0},      {"upper/root", 0700, 0},       {"upper/home", 0755, 0},
-    {"upper/home/user", 0755, 1}, {"upper/output", 0755, 2}, {"upper/mnt", 0755, 0},
-    {"upper/dev", 0755, 0},      {"upper/dev/shm", 01777, 0},
+    {"upper/tmp", 01777, 0},      {"upper/var", 0755, 0},      {"upper/var/tmp", 01777, 0},
+    {"upper/run", 0755, 0},       {"upper/root", 0700, 0},     {"upper/home", 0755, 0},
+    {"upper/home/user", 0755, 1}, {"upper/output", 0755, 2},   {"upper/mnt", 0755, 0},
+    {"upper/dev", 0755, 0},       {"upper/dev/shm", 01777, 0},
 };
 
 static void make_dir(int ctl, int dirfd, const char *path, mode_t mode, uid_t uid)
@@ -53,8 +55,8 @@ static void mount_overlay(int ctl, const char *lower, const char *stage, const c
 {
     char opts[3 * PATH_MAX];
     /* userxattr: overlay in a user namespace keeps its metadata in user.* xattrs. */
-    int n = snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s/%s,workdir=%s/%s,userxattr",
-                     lower, stage, upper, stage, work);
+    int n = snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s/%s,workdir=%s/%s,userxattr", lower,
+                     stage, upper, stage, work);
     if (n < 0 || (size_t)n >= sizeof opts)
         control_die(ctl, ENAMETOOLONG, "overlay options for %s", target);
     mount_or_die(ctl, "overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts);
@@ -68,8 +70,7 @@ static void make_parents(int ctl, const char *path);
 static void bind_usr(int ctl, const char *host_usr, const char *target)
 {
     mount_or_die(ctl, host_usr, target, NULL, MS_BIND | MS_REC, NULL);
-    struct mount_attr attr = {.attr_set =
-                                  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
     if (syscall(SYS_mount_setattr, AT_FDCWD, target, AT_RECURSIVE, &attr, sizeof attr) < 0)
         control_die(ctl, errno, "make %s read-only", target);
 }
@@ -94,8 +95,7 @@ static void bind_read_only(int ctl, const char *root, const struct jail_mount *m
     }
     mount_or_die(ctl, m->host_path, target, NULL, MS_BIND | MS_REC, NULL);
     /* mount_setattr changes the whole subtree at once and keeps the flags the host locked. */
-    struct mount_attr attr = {.attr_set =
-                                  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
     if (syscall(SYS_mount_setattr, AT_FDCWD, target, AT_RECURSIVE, &attr, sizeof attr) < 0)
         control_die(ctl, errno, "make %s read-only", m->sandbox_path);
 }
@@ -169,7 +169,9 @@ int rootfs_enter(int ctl, const struct jail_spec *spec)
     for (size_t i = 0; i < sizeof upper_dirs / sizeof upper_dirs[0]; i++) {
         int owner = upper_dirs[i].owner;
         make_dir(ctl, stage, upper_dirs[i].path, upper_dirs[i].mode,
-                 owner == 2 ? payload_uid : owner == 1 ? JAIL_USER_UID : 0);
+                 owner == 2   ? payload_uid
+                 : owner == 1 ? JAIL_USER_UID
+                              : 0);
     }
     close(stage);
 
@@ -210,6 +212,34 @@ static void make_parents(int ctl, const char *path)
     }
 }
 
+/* Copies from, to its end, into out. Small files (code, most inputs) take a read, a write and
+ * the read that sees the end: sendfile's internal pipe costs more than that. Once a read fills
+ * the buffer, the rest goes by sendfile. */
+static void copy_fd(int ctl, int from, int out, const char *what)
+{
+    char buf[64 * 1024];
+    for (;;) {
+        ssize_t n = read(from, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || (n > 0 && fd_write_all(out, buf, (size_t)n) < 0))
+            control_die(ctl, errno, "copy into %s", what);
+        if (n == 0)
+            return;
+        if ((size_t)n == sizeof buf)
+            break;
+    }
+    for (;;) {
+        ssize_t n = sendfile(out, from, NULL, 1 << 20);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            control_die(ctl, errno, "copy into %s", what);
+        if (n == 0)
+            return;
+    }
+}
+
 void rootfs_copy_files(int ctl, const struct jail_spec *spec, uid_t uid)
 {
     for (size_t i = 0; i < spec->n_files; i++) {
@@ -217,22 +247,21 @@ void rootfs_copy_files(int ctl, const struct jail_spec *spec, uid_t uid)
         make_parents(ctl, f->sandbox_path);
         /* Nothing of the sandbox's has run yet, so the tree holds only what the template put
          * there; O_NOFOLLOW still refuses a symlink as the final component. */
-        int out = open(f->sandbox_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                       f->mode & 07777);
+        int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC;
+        int out = open(f->sandbox_path, flags | O_EXCL, f->mode & 07777);
+        /* A file the template already has keeps its own mode unless we set ours */
+        bool existed = out < 0 && errno == EEXIST;
+        if (existed)
+            out = open(f->sandbox_path, flags, f->mode & 07777);
         if (out < 0)
             control_die(ctl, errno, "create %s", f->sandbox_path);
         if (lseek(f->host_fd, 0, SEEK_SET) < 0 && errno != ESPIPE)
             control_die(ctl, errno, "rewind source of %s", f->sandbox_path);
-        for (;;) {
-            ssize_t n = sendfile(out, f->host_fd, NULL, 1 << 20);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                control_die(ctl, errno, "copy into %s", f->sandbox_path);
-            if (n == 0)
-                break;
-        }
-        if (fchown(out, uid, uid) < 0 || fchmod(out, f->mode & 07777) < 0)
+        copy_fd(ctl, f->host_fd, out, f->sandbox_path);
+        /* A new file got its mode at creation, under umask 022 (jail_child_main): only a
+         * group- or other-writable one, or one that existed, needs it set again. */
+        bool set_mode = existed || (f->mode & 022);
+        if (fchown(out, uid, uid) < 0 || (set_mode && fchmod(out, f->mode & 07777) < 0))
             control_die(ctl, errno, "set owner of %s", f->sandbox_path);
         close(out);
     }
