@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "init/init.h"
@@ -79,9 +80,17 @@ static void reset_signals(void)
     if (file_read_at(AT_FDCWD, "/proc/self/status", status, sizeof status, NULL) > 0 &&
         status_sigmask(status, "\nSigIgn:\t", &ign) && status_sigmask(status, "\nSigCgt:\t", &cgt))
         todo = ign | cgt;
-    for (int sig = 1; sig < NSIG && sig <= 64; sig++)
+    /* The system call itself: libc's sigaction refuses the two real-time signals it reserves
+     * (32, 33), yet a caller may have left them ignored, and ignored they would survive exec. */
+    struct {
+        void (*handler)(int);
+        unsigned long flags;
+        void (*restorer)(void);
+        unsigned long long mask;
+    } dfl = {.handler = SIG_DFL};
+    for (int sig = 1; sig <= 64; sig++)
         if (todo & (1ULL << (sig - 1)))
-            signal(sig, SIG_DFL); /* SIGKILL, SIGSTOP and the libc-reserved ones fail: fine */
+            syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask); /* SIGKILL, SIGSTOP fail */
 }
 
 void jail_child_main(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)
