@@ -50,16 +50,22 @@ static void mount_or_die(int ctl, const char *src, const char *target, const cha
                     type ? type : "bind");
 }
 
-static void mount_overlay(int ctl, const char *lower, const char *stage, const char *upper,
-                          const char *work, const char *target)
+/* Mounts the overlay on stage/root. The options name the layers by a descriptor and by paths
+ * relative to the stage, because /proc/self/mountinfo shows them to the sandbox as given: the
+ * host's paths to its state directory are none of its business. Leaves the cwd in the stage. */
+static void mount_overlay(int ctl, const char *lower, int stage)
 {
-    char opts[3 * PATH_MAX];
+    int lower_fd = open(lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (lower_fd < 0)
+        control_die(ctl, errno, "open %s", lower);
+    if (fchdir(stage) < 0)
+        control_die(ctl, errno, "enter the stage directory");
+    char opts[128];
     /* userxattr: overlay in a user namespace keeps its metadata in user.* xattrs. */
-    int n = snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s/%s,workdir=%s/%s,userxattr", lower,
-                     stage, upper, stage, work);
-    if (n < 0 || (size_t)n >= sizeof opts)
-        control_die(ctl, ENAMETOOLONG, "overlay options for %s", target);
-    mount_or_die(ctl, "overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts);
+    snprintf(opts, sizeof opts, "lowerdir=/proc/self/fd/%d,upperdir=upper,workdir=work,userxattr",
+             lower_fd);
+    mount_or_die(ctl, "overlay", "root", "overlay", MS_NOSUID | MS_NODEV, opts);
+    close(lower_fd);
 }
 
 static void make_parents(int ctl, const char *path);
@@ -173,12 +179,12 @@ int rootfs_enter(int ctl, const struct jail_spec *spec)
                  : owner == 1 ? JAIL_USER_UID
                               : 0);
     }
+    mount_overlay(ctl, spec->template_dir, stage);
     close(stage);
 
     char root[PATH_MAX], usr[PATH_MAX];
     snprintf(root, sizeof root, "%s/root", spec->stage_dir);
     snprintf(usr, sizeof usr, "%s/usr", root);
-    mount_overlay(ctl, spec->template_dir, spec->stage_dir, "upper", "work", root);
     bind_usr(ctl, spec->usr_dir, usr);
     for (size_t i = 0; i < spec->n_mounts; i++)
         bind_read_only(ctl, root, &spec->mounts[i]);

@@ -64,8 +64,10 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
     /* The child overwrites the argv area (proctitle_set) before it execs the payload. */
     for (size_t i = 0; spec->argv[i]; i++)
         if (proctitle_contains(spec->argv[i]))
-            return err_set(err, EINVAL, "sandbox spec: argv[%zu] lives in the process's own "
-                           "argv area; copy it", i);
+            return err_set(err, EINVAL,
+                           "sandbox spec: argv[%zu] lives in the process's own "
+                           "argv area; copy it",
+                           i);
     if (spec->limits.disk_bytes == 0)
         return err_set(err, EINVAL, "sandbox spec: the writable layer needs a size");
     if (spec->host_uid_base == 0 || spec->host_uid_base < USERNS_HOST_BASE)
@@ -73,8 +75,10 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
                        (unsigned)spec->host_uid_base);
     for (size_t i = 0; i < spec->n_files; i++)
         if (!sandbox_path_ok(spec->files[i].sandbox_path))
-            return err_set(err, EINVAL, "sandbox spec: file destination %s must be absolute, "
-                           "without ..", spec->files[i].sandbox_path);
+            return err_set(err, EINVAL,
+                           "sandbox spec: file destination %s must be absolute, "
+                           "without ..",
+                           spec->files[i].sandbox_path);
     for (size_t i = 0; i < spec->n_mounts; i++)
         if (!spec->mounts[i].host_path || !sandbox_path_ok(spec->mounts[i].sandbox_path))
             return err_set(err, EINVAL, "sandbox spec: mount target must be absolute, without ..");
@@ -283,8 +287,15 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
         err_set(err, errno, "send go to sandbox init");
         goto fail;
     }
-    if (send_cgroups(out, &cg_limits, err) < 0)
+    if (send_cgroups(out, &cg_limits, err) < 0) {
+        /* The child may have failed first (a missing bind source) and closed its end: its own
+         * report, already queued on the channel, says why better than our EPIPE. */
+        err_t child_err = {0};
+        if ((err->errnum == EPIPE || err->errnum == ECONNRESET) &&
+            wait_ready(out, &child_err) < 0 && child_err.errnum != EPIPE)
+            *err = child_err;
         goto fail;
+    }
     if (wait_ready(out, err) < 0)
         goto fail;
     return 0;

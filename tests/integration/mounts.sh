@@ -36,4 +36,11 @@ before=$(wc -l </proc/self/mountinfo)
 hrun --ro-bind "$src:/mnt/data" -- true
 after=$(wc -l </proc/self/mountinfo)
 is "$after" "$before" "no mount appears on the host"
+# The root overlay's options name its layers by descriptor and by stage-relative paths: the
+# sandbox learns nothing of where the host keeps hutch's state.
+mi=$(hrun -- cat /proc/self/mountinfo)
+like "$(head -1 <<<"$mi")" ' / / .* - overlay overlay .*lowerdir=/proc/self/fd/[0-9]+,upperdir=upper,workdir=work' \
+    "the root is an overlay whose options show no host path"
+case $mi in *"$HUTCH_STATE_DIR"* | *"$HUTCH_RUN_DIR"*) not_ok "mountinfo inside never shows hutch's state or run directory"; diag "$mi" ;;
+*) ok "mountinfo inside never shows hutch's state or run directory" ;; esac
 done_testing
