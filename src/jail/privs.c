@@ -75,6 +75,13 @@ int privs_drop(uid_t uid, bool die_with_parent)
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }
 
+int privs_drop_caps(void)
+{
+    if (capset_empty() < 0)
+        return -1;
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
 int netns_loopback_up(void)
 {
     int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -10,5 +10,9 @@ int privs_apply_rlimits(const struct jail_limits *limits);
  * uid 0 gains nothing at exec, switches to uid (0 or JAIL_USER_UID), re-arms PR_SET_PDEATHSIG
  * when die_with_parent (credential changes clear it), and sets no_new_privs. */
 int privs_drop(uid_t uid, bool die_with_parent);
+/* For the sandbox's init, which never execs (its seccomp filter kills it if it tries): empties
+ * the capability sets and sets no_new_privs; uid, bounding set and securebits, which only
+ * matter at exec, stay as they are. Keeps PR_SET_PDEATHSIG (no credential change). */
+int privs_drop_caps(void);
 /* Brings up lo in the current network namespace. */
 int netns_loopback_up(void);

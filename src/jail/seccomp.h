@@ -7,6 +7,8 @@
 enum seccomp_profile {
     SECCOMP_PROFILE_DEFAULT, /* allow by default, deny kernel attack surface (DESIGN.md) */
     SECCOMP_PROFILE_STRICT,  /* default plus more denials, for untrusted one-shot code */
+    SECCOMP_PROFILE_INIT,    /* the sandbox's init: waits, reports, exits; nothing else. Not
+                                selectable by users (seccomp_profile_parse refuses it) */
 };
 
 struct seccomp_program {

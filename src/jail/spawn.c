@@ -33,6 +33,7 @@ uint64_t jail_now_ns(void)
  * millisecond, loading nothing. */
 static const struct seccomp_program *seccomp_for(enum seccomp_profile profile, err_t *err)
 {
+    /* The init profile is init's own: it would kill a payload before its exec. */
     static struct seccomp_program programs[2];
     if ((unsigned)profile >= sizeof programs / sizeof programs[0] ||
         seccomp_builtin(profile, &programs[profile]) < 0) {
@@ -312,15 +313,22 @@ int jail_destroy(struct jail *jail, err_t *err)
     if (jail->pid > 0) {
         if (jail->pidfd >= 0)
             syscall(SYS_pidfd_send_signal, jail->pidfd, SIGKILL, NULL, 0);
-        while (waitpid(jail->pid, NULL, 0) < 0 && errno == EINTR)
+        int status = 0;
+        while (waitpid(jail->pid, &status, 0) < 0 && errno == EINTR)
             ;
         jail->pid = 0;
+        /* Init's own filter is an allow-list: a call it lacks kills init, and the sandbox with
+         * it. Never the program's fault, so never silent. */
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+            rc = err_set(err, 0, "sandbox init was killed by its seccomp filter (SIGSYS)");
     }
+    bool removed = true;
     if (jail->cgroup) {
-        rc = cgroup_destroy(jail->cgroup, err);
+        removed = cgroup_destroy(jail->cgroup, rc < 0 ? &(err_t){0} : err) == 0;
+        rc = removed ? rc : -1;
         jail->cgroup = NULL;
     }
-    keeper_release(jail, rc == 0);
+    keeper_release(jail, removed);
     int *fds[] = {&jail->pidfd, &jail->control_fd, &jail->output_dirfd};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
         if (*fds[i] >= 0)

@@ -218,6 +218,16 @@ if [ -n "$usrdir" ]; then
     host=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$usrdir/ids-suid" 2>&1)
     like "$host" 'ruid=65534 euid=0 ' "control: the set-uid root probe makes nobody euid 0 on the host"
 fi
+# Init (pid 1) while the program runs: no capability, no_new_privs, and its own allow-list filter
+# (reap, report, exit), under which execve kills it, so the bounding set it keeps is never used.
+out=$(hrun -- grep -E "^(Cap(Inh|Prm|Eff|Amb)|NoNewPrivs|Seccomp|Uid):" /proc/1/status)
+for f in CapInh CapPrm CapEff CapAmb; do
+    like "$out" "$f:"$'\t'"0000000000000000" "init: $f is 0"
+done
+like "$out" 'NoNewPrivs:'$'\t''1' "init: NoNewPrivs is 1"
+like "$out" 'Seccomp:'$'\t''2' "init: a seccomp filter is installed"
+like "$out" 'Uid:'$'\t''0'$'\t''0' "init: sandbox uid 0 (host: an unprivileged uid of the range)"
+
 for who in "${roles[@]}"; do
     out=$(hrun "$(role_flag "$who")" "$(probe ids)" "$(esc)" -- /bin/bash -c '
         grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):" /proc/self/status

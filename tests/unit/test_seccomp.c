@@ -387,10 +387,11 @@ static void test_profile_names(void)
     }
     is_str(seccomp_profile_name(SECCOMP_PROFILE_DEFAULT), "default", "default profile name");
     is_str(seccomp_profile_name(SECCOMP_PROFILE_STRICT), "strict", "strict profile name");
+    is_str(seccomp_profile_name(SECCOMP_PROFILE_INIT), "init", "init profile name");
     ok(seccomp_profile_name((enum seccomp_profile)42) == NULL, "unknown profile has no name");
 
     static const char *bad[] = {"",     "Default",    "STRICT",   "default ", " strict",
-                                "none", "unconfined", "defaults", "stric"};
+                                "none", "unconfined", "defaults", "stric",    "init"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         enum seccomp_profile out = SECCOMP_PROFILE_STRICT;
         ok(seccomp_profile_parse(bad[i], &out) < 0 && out == SECCOMP_PROFILE_STRICT,
@@ -746,9 +747,78 @@ static void test_probe(const struct seccomp_program *def, const struct seccomp_p
     check_probe(strict, "strict", probe_strict, sizeof probe_strict / sizeof probe_strict[0]);
 }
 
+/* --- the init profile: an allow-list --- */
+
+static int call_wait4_no_child(void)
+{
+    return result_of(wait4(-1, NULL, WNOHANG, NULL));
+}
+
+static int call_sendmsg_bad_fd(void)
+{
+    struct msghdr msg = {0};
+    return result_of(sendmsg(-1, &msg, 0));
+}
+
+static int call_openat(void)
+{
+    long fd = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
+    return result_of(fd);
+}
+
+static int call_execve(void)
+{
+    char *argv[] = {"true", NULL};
+    return result_of(syscall(SYS_execve, "/bin/true", argv, NULL));
+}
+
+static int call_kill_self_zero(void)
+{
+    return result_of(syscall(SYS_kill, getpid(), 0));
+}
+
+static void expect_killed(const struct seccomp_program *prog, int (*fn)(void), const char *what)
+{
+    char got[64];
+    int status = run_child(prog, fn);
+    bool killed = status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS;
+    ok(killed, "init: %s kills the caller with SIGSYS", what);
+    if (!killed)
+        printf("#   got %s\n", describe_status(status, got, sizeof got));
+    int control = run_child(NULL, fn);
+    ok(control != -1 && WIFEXITED(control), "init: control: without the filter %s returns (%s)",
+       what, describe_status(control, got, sizeof got));
+}
+
+static void test_init_filter(void)
+{
+    err_t err = {0};
+    struct seccomp_program init = {0};
+    ok(seccomp_compile(SECCOMP_PROFILE_INIT, &init, &err) == 0 && init.filter && init.len > 0 &&
+           init.len < 40,
+       "init profile compiles to a short program (%u instructions)%s", init.len, err.msg);
+    if (!init.filter)
+        return;
+    /* run_child's own exit is exit_group: that it reports at all shows exit is allowed */
+    char got[64];
+    int status = run_child(&init, call_wait4_no_child);
+    ok(exited_with(status, ECHILD), "init: wait4 reaches the kernel (ECHILD, no child): %s",
+       describe_status(status, got, sizeof got));
+    status = run_child(&init, call_sendmsg_bad_fd);
+    ok(exited_with(status, EBADF), "init: sendmsg reaches the kernel (EBADF on fd -1): %s",
+       describe_status(status, got, sizeof got));
+    expect_killed(&init, call_getpid, "getpid");
+    expect_killed(&init, call_openat, "openat");
+    expect_killed(&init, call_execve, "execve");
+    expect_killed(&init, call_kill_self_zero, "kill");
+    expect_killed(&init, call_fork, "fork");
+    seccomp_program_free(&init);
+}
+
 int main(void)
 {
     test_profile_names();
+    test_init_filter();
     test_compile_errors();
     test_dump_pfc();
 

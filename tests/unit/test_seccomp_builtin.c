@@ -23,6 +23,7 @@ int main(void)
 {
     same_program(SECCOMP_PROFILE_DEFAULT);
     same_program(SECCOMP_PROFILE_STRICT);
+    same_program(SECCOMP_PROFILE_INIT);
     struct seccomp_program p;
     ok(seccomp_builtin((enum seccomp_profile)7, &p) < 0, "unknown profile refused");
     return done_testing();
