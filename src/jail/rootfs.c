@@ -259,6 +259,13 @@ void rootfs_copy_files(int ctl, const struct jail_spec *spec, uid_t uid)
         bool existed = out < 0 && errno == EEXIST;
         if (existed)
             out = open(f->sandbox_path, flags, f->mode & 07777);
+        /* The template's own files and directories belong to the host's root, which has no
+         * uid in here: say where a file can go instead of only "Permission denied". */
+        if (out < 0 && errno == EACCES)
+            control_die(ctl, errno,
+                        "create %s: the base template's files and directories cannot be "
+                        "written; copy into /tmp, /home/user or a new directory",
+                        f->sandbox_path);
         if (out < 0)
             control_die(ctl, errno, "create %s", f->sandbox_path);
         if (lseek(f->host_fd, 0, SEEK_SET) < 0 && errno != ESPIPE)

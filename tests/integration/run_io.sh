@@ -59,6 +59,11 @@ out=$(hjson --file "$scratch/nope:/x" -- true); rc=$?
 like "$(jfield "$out" status)/$rc/$(jfield "$out" message)" "^XX/2/.*nope: No such file" "--file of a missing host file: XX, names it"
 out=$(hjson --file "$scratch:/x" -- true); rc=$?
 like "$(jfield "$out" status)/$rc/$(jfield "$out" message)" "^XX/2/.*not a regular file" "--file of a directory: XX"
+out=$(hjson --file "$scratch/blob:/etc/hostname" -- true); rc=$?
+like "$(jfield "$out" status)/$rc/$(jfield "$out" message)" "^XX/2/.*create /etc/hostname: the base template's files .*copy into /tmp" \
+    "--file over a file of the template: XX, says where files can go"
+is "$(hrun --file "$scratch/blob:/etc/hutch-new" -- true 2>&1 >/dev/null | grep -c "copy into /tmp")" 1 \
+    "--file into a directory of the template: the same advice"
 
 # --- stdin --------------------------------------------------------------------------------
 
