@@ -181,8 +181,12 @@ static enum doctor_status nft_child(struct probe *p, void *arg, char *detail, si
     if (pipe2(err_pipe, O_CLOEXEC) < 0)
         return doctor_say(detail, size, DOCTOR_WARN, "pipe: %s", strerror(errno));
     pid_t pid = fork();
-    if (pid < 0)
-        return doctor_say(detail, size, DOCTOR_WARN, "fork: %s", strerror(errno));
+    if (pid < 0) {
+        int e = errno;
+        close(err_pipe[0]);
+        close(err_pipe[1]);
+        return doctor_say(detail, size, DOCTOR_WARN, "fork: %s", strerror(e));
+    }
     if (pid == 0) {
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
@@ -194,17 +198,21 @@ static enum doctor_status nft_child(struct probe *p, void *arg, char *detail, si
         _exit(127);
     }
     close(err_pipe[1]);
+    /* Wait first (bounded), read after: a hung nft must not hold us in read(). Its one-line
+     * error fits in the pipe. */
+    int status;
+    bool done = doctor_wait_bounded(pid, &status, PROBE_TIMEOUT_MS / 2) == 0;
+    if (!done) {
+        kill(pid, SIGKILL);
+        doctor_reap(pid);
+    }
     char msg[512] = "";
-    ssize_t n = read(err_pipe[0], msg, sizeof msg - 1);
+    ssize_t n = done ? read(err_pipe[0], msg, sizeof msg - 1) : 0;
     msg[n > 0 ? n : 0] = '\0';
     msg[strcspn(msg, "\n")] = '\0';
     close(err_pipe[0]);
-    int status;
-    if (doctor_wait_bounded(pid, &status, PROBE_TIMEOUT_MS / 2) < 0) {
-        kill(pid, SIGKILL);
-        doctor_reap(pid);
+    if (!done)
         return doctor_say(detail, size, DOCTOR_WARN, "%s did not finish", nft);
-    }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char how[128];
         doctor_describe_wait_status(status, how, sizeof how);

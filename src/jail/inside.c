@@ -75,11 +75,11 @@ static void reset_signals(void)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     char status[4096];
-    unsigned long long ign, cgt, todo = ~0ULL;
+    unsigned long long ign, cgt, to_reset = ~0ULL; /* all, if the kernel will not say */
     /* Still the host's /proc here, where we have a pid of our own. */
     if (file_read_at(AT_FDCWD, "/proc/self/status", status, sizeof status, NULL) > 0 &&
         status_sigmask(status, "\nSigIgn:\t", &ign) && status_sigmask(status, "\nSigCgt:\t", &cgt))
-        todo = ign | cgt;
+        to_reset = ign | cgt;
     /* The system call itself: libc's sigaction refuses the two real-time signals it reserves
      * (32, 33), yet a caller may have left them ignored, and ignored they would survive exec. */
     struct {
@@ -89,7 +89,7 @@ static void reset_signals(void)
         unsigned long long mask;
     } dfl = {.handler = SIG_DFL};
     for (int sig = 1; sig <= 64; sig++)
-        if (todo & (1ULL << (sig - 1)))
+        if (to_reset & (1ULL << (sig - 1)))
             syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask); /* SIGKILL, SIGSTOP fail */
 }
 
