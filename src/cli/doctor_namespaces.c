@@ -56,7 +56,7 @@ struct userns_probe {
 static int userns_parent_write_maps(pid_t pid, void *arg, err_t *err)
 {
     const struct userns_probe *u = arg;
-    if (userns_write_maps(pid, u->host_base, JAIL_UID_COUNT, err) < 0)
+    if (userns_write_maps(pid, u->host_base, JAIL_UID_MAPPED, err) < 0)
         return err_wrap(err, "the parent writing the id maps");
     return 0;
 }
@@ -94,7 +94,7 @@ static enum doctor_status userns_child(struct probe *p, void *arg, char *detail,
         sscanf(map, "%u %u %u", &inside, &outside, &count) != 3)
         return doctor_say(detail, size, DOCTOR_FAIL, "cannot read /proc/self/uid_map inside: %s",
                           strerror(errno));
-    if (inside != 0 || outside != u->host_base || count != JAIL_UID_COUNT || getuid() != 0 ||
+    if (inside != 0 || outside != u->host_base || count != JAIL_UID_MAPPED || getuid() != 0 ||
         getgid() != 0)
         return doctor_say(
             detail, size, DOCTOR_FAIL,

@@ -11,6 +11,7 @@ enum {
     OPT_TIMEOUT = 256, OPT_CPU_TIME, OPT_MEMORY, OPT_PIDS, OPT_DISK, OPT_OUTPUT_LIMIT, OPT_NOFILE,
     OPT_ENV, OPT_FILE, OPT_ARTIFACTS, OPT_ARTIFACTS_LIMIT, OPT_LANG, OPT_CODE, OPT_CODE_FILE,
     OPT_JSON, OPT_ROOT, OPT_CWD, OPT_SECCOMP, OPT_HELP, OPT_RO_BIND,
+    OPT_PTYS, OPT_INOTIFY_INSTANCES, OPT_INOTIFY_WATCHES,
 };
 
 static const struct option long_options[] = {
@@ -21,6 +22,9 @@ static const struct option long_options[] = {
     {"disk", required_argument, NULL, OPT_DISK},
     {"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
     {"nofile", required_argument, NULL, OPT_NOFILE},
+    {"ptys", required_argument, NULL, OPT_PTYS},
+    {"inotify-instances", required_argument, NULL, OPT_INOTIFY_INSTANCES},
+    {"inotify-watches", required_argument, NULL, OPT_INOTIFY_WATCHES},
     {"env", required_argument, NULL, OPT_ENV},
     {"file", required_argument, NULL, OPT_FILE},
     {"ro-bind", required_argument, NULL, OPT_RO_BIND},
@@ -55,6 +59,10 @@ void run_options_usage(FILE *out)
             "  --disk SIZE          writable layer; the program gets ENOSPC (default %llu MiB)\n"
             "  --output-limit SIZE  per stream; beyond it output is cut    (default %llu MiB)\n"
             "  --nofile N           open files per process                (default %d)\n"
+            "Kernel shares (each sandbox its own; see the README's threat model):\n"
+            "  --ptys N             ptys at once                          (default %d)\n"
+            "  --inotify-instances N  inotify instances                   (default %d)\n"
+            "  --inotify-watches N  inotify watches                       (default %d)\n"
             "Data:\n"
             "  --env K=V            add an environment variable (repeatable)\n"
             "  --file HOST:SANDBOX  copy a host file in (repeatable; relative SANDBOX is under "
@@ -74,8 +82,9 @@ void run_options_usage(FILE *out)
             "a usage error.\n",
             RUN_DEFAULT_TIMEOUT_MS / 1000.0, RUN_DEFAULT_CPU_TIME_MS / 1000.0,
             RUN_DEFAULT_MEMORY >> 20, RUN_DEFAULT_PIDS, RUN_DEFAULT_DISK >> 20,
-            RUN_DEFAULT_OUTPUT_LIMIT >> 20, RUN_DEFAULT_NOFILE, JAIL_USER_HOME, JAIL_OUTPUT_DIR,
-            RUN_DEFAULT_ARTIFACTS_LIMIT >> 20, JAIL_USER_NAME);
+            RUN_DEFAULT_OUTPUT_LIMIT >> 20, RUN_DEFAULT_NOFILE, JAIL_DEFAULT_PTYS,
+            JAIL_DEFAULT_INOTIFY_INSTANCES, JAIL_DEFAULT_INOTIFY_WATCHES, JAIL_USER_HOME,
+            JAIL_OUTPUT_DIR, RUN_DEFAULT_ARTIFACTS_LIMIT >> 20, JAIL_USER_NAME);
 }
 
 const char *run_lang_name(enum run_lang lang)
@@ -214,6 +223,19 @@ static int parse_value(int opt, const char *arg, struct run_options *o, err_t *e
     case OPT_NOFILE:
         if (parse_count(arg, 8, 1u << 20, &o->nofile) < 0)
             return err_set(err, 0, "--nofile %s: expected a count from 8 to 1048576", arg);
+        return 0;
+    /* The kernel's own per-user defaults bound these again in the host's namespace. */
+    case OPT_PTYS:
+        if (parse_count(arg, 1, 4096, &o->ptys) < 0)
+            return err_set(err, 0, "--ptys %s: expected a count from 1 to 4096", arg);
+        return 0;
+    case OPT_INOTIFY_INSTANCES:
+        if (parse_count(arg, 1, 1u << 16, &o->inotify_instances) < 0)
+            return err_set(err, 0, "--inotify-instances %s: expected a count from 1 to 65536", arg);
+        return 0;
+    case OPT_INOTIFY_WATCHES:
+        if (parse_count(arg, 1, 1u << 22, &o->inotify_watches) < 0)
+            return err_set(err, 0, "--inotify-watches %s: expected a count from 1 to 4194304", arg);
         return 0;
     case OPT_ARTIFACTS_LIMIT:
         if (parse_size(arg, &o->artifacts_limit) < 0)

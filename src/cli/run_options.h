@@ -27,6 +27,7 @@ struct run_file {
 struct run_options {
     uint64_t timeout_ms, cpu_time_ms, memory_bytes, pids, disk_bytes, output_limit, nofile;
     uint64_t artifacts_limit;
+    uint64_t ptys, inotify_instances, inotify_watches; /* 0: the core's defaults */
     enum run_lang lang;
     const char *code;      /* --code TEXT */
     const char *code_file; /* --code-file PATH ("-" = stdin) */

@@ -120,6 +120,14 @@ static int v1_write_limits(struct cgroup *cg, const struct cgroup_limits *limits
             cgroup_dir_write_u64(cg, mem, "memory.memsw.limit_in_bytes", limits->memory_bytes, true,
                                  err) < 0)
             return -1;
+        /* v1 keeps socket buffers (TCP, UDP, every protocol with socket memory accounting) out
+         * of memory.limit_in_bytes and takes them from the host-wide budget that the host's own
+         * network shares; writing this limit is also what turns their accounting on. v2 charges
+         * them to memory.max. The same figure again: the sandbox's sockets cannot take more of
+         * the host than its memory limit says. Optional: kernels without v1 kmem have no file. */
+        if (cgroup_dir_write_u64(cg, mem, "memory.kmem.tcp.limit_in_bytes", limits->memory_bytes,
+                                 true, err) < 0)
+            return -1;
     }
     if (limits->pids && cgroup_dir_write_u64(cg, v1_dir(cg, CGROUP_V1_PIDS), "pids.max",
                                              limits->pids, false, err) < 0)

@@ -16,11 +16,14 @@
 
 #include "init/init.h"
 #include "jail/control.h"
+#include "jail/inroot.h"
 #include "jail/jail.h"
 #include "jail/landlock.h"
 #include "jail/privs.h"
 #include "jail/rootfs.h"
+#include "jail/shares.h"
 #include "jail/userns.h"
+#include "util/fds.h"
 #include "util/fileio.h"
 #include "util/proctitle.h"
 
@@ -93,71 +96,6 @@ static void reset_signals(void)
             syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask); /* SIGKILL, SIGSTOP fail */
 }
 
-void jail_child_main(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)
-{
-    reset_signals();
-    proctitle_set("hutch-init");
-    wait_for_go(ctl);
-    if (userns_become_root() < 0)
-        control_die(ctl, errno, "become root in the user namespace");
-    /* After the credential change above: a change of credentials clears the death signal. */
-    if (spec->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-        control_die(ctl, errno, "PR_SET_PDEATHSIG");
-    const char *hostname = spec->hostname ? spec->hostname : "hutch";
-    if (sethostname(hostname, strlen(hostname)) < 0)
-        control_die(ctl, errno, "sethostname");
-    if (netns_loopback_up() < 0)
-        control_die(ctl, errno, "bring up lo");
-    umask(022);
-    int output_fd = rootfs_enter(ctl, spec);
-    /* Into the v1 groups before anything the caller or the program controls is charged: the
-     * files copied in, and everything after. */
-    join_cgroups(ctl);
-    /* Now, not at clone: only after we joined every cgroup does the namespace's
-     * root sit at our own cgroup, hiding the host's tree. */
-    if (unshare(CLONE_NEWCGROUP) < 0)
-        control_die(ctl, errno, "unshare cgroup namespace");
-    rootfs_copy_files(ctl, spec, spec->as_root ? 0 : JAIL_USER_UID);
-    if (privs_apply_rlimits(&spec->limits) < 0)
-        control_die(ctl, errno, "setrlimit");
-    if (setsid() < 0)
-        control_die(ctl, errno, "setsid");
-    init_main(spec, ctl, prog, output_fd);
-}
-
-/* Looks file up in the PATH of the payload's own environment (execvpe would use ours). */
-static void exec_in_path(const char *file, char *const argv[], char *const envp[])
-{
-    if (strchr(file, '/')) {
-        execve(file, argv, envp);
-        return;
-    }
-    const char *path = "/usr/local/bin:/usr/bin:/bin";
-    for (char *const *e = envp; *e; e++)
-        if (strncmp(*e, "PATH=", 5) == 0)
-            path = *e + 5;
-    int best = ENOENT;
-    char buf[PATH_MAX];
-    for (const char *p = path;; p++) {
-        const char *end = strchrnul(p, ':');
-        size_t dlen = (size_t)(end - p);
-        size_t flen = strlen(file);
-        if (dlen + flen + 2 <= sizeof buf) {
-            memcpy(buf, dlen ? p : ".", dlen ? dlen : 1);
-            size_t at = dlen ? dlen : 1;
-            buf[at] = '/';
-            memcpy(buf + at + 1, file, flen + 1);
-            execve(buf, argv, envp);
-            if (errno != ENOENT && errno != ENOTDIR)
-                best = errno;
-        }
-        if (*end == '\0')
-            break;
-        p = end;
-    }
-    errno = best;
-}
-
 /* Moves the three stdio sources to 0, 1, 2 without clobbering one with another. */
 static int install_stdio(const struct jail_spec *spec)
 {
@@ -176,11 +114,118 @@ static int install_stdio(const struct jail_spec *spec)
     return 0;
 }
 
-void jail_exec_payload(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)
+/* The caller's descriptors end here, first thing: a clone copies every fd of the caller's, and
+ * one that names a host directory (a cgroup of the supervisor's, say) would let a chdir or an
+ * argv[0] through /proc/self/fd/N reach the host's tree (the runc CVE-2024-21626 pattern). The
+ * sandbox's stdio move to 0-2 (init closes its copies after it forks the payload); only the
+ * control channel and the files still to be copied in stay, and those go before anything of the
+ * sandbox's runs (jail_child_main). */
+static void keep_only_sandbox_fds(const struct jail_spec *spec, int ctl)
 {
     if (install_stdio(spec) < 0)
         control_die(ctl, errno, "set up stdio");
-    /* Every other inherited fd closes at exec; ctl stays open until then to report failure. */
+    int keep[JAIL_MAX_FILES + 4] = {0, 1, 2, ctl};
+    size_t n = 4;
+    for (size_t i = 0; i < spec->n_files; i++)
+        keep[n++] = spec->files[i].host_fd;
+    fd_close_all_except(keep, n);
+}
+
+static void close_file_sources(const struct jail_spec *spec)
+{
+    for (size_t i = 0; i < spec->n_files; i++)
+        close(spec->files[i].host_fd);
+}
+
+void jail_child_main(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)
+{
+    keep_only_sandbox_fds(spec, ctl);
+    reset_signals();
+    proctitle_set("hutch-init");
+    wait_for_go(ctl);
+    if (userns_become_root() < 0)
+        control_die(ctl, errno, "become root in the user namespace");
+    /* After the credential change above: a change of credentials clears the death signal. */
+    if (spec->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        control_die(ctl, errno, "PR_SET_PDEATHSIG");
+    /* As the sandbox's root, whose namespace capabilities set them, and before the sandbox's
+     * /proc hides the knobs read-only. */
+    int cgroupns_limit = shares_apply(ctl, &spec->limits);
+    const char *hostname = spec->hostname ? spec->hostname : "hutch";
+    if (sethostname(hostname, strlen(hostname)) < 0)
+        control_die(ctl, errno, "sethostname");
+    if (netns_loopback_up() < 0)
+        control_die(ctl, errno, "bring up lo");
+    umask(022);
+    int output_fd = rootfs_enter(ctl, spec);
+    /* Into the v1 groups before anything the caller or the program controls is charged: the
+     * files copied in, and everything after. */
+    join_cgroups(ctl);
+    /* Now, not at clone: only after we joined every cgroup does the namespace's
+     * root sit at our own cgroup, hiding the host's tree. */
+    if (unshare(CLONE_NEWCGROUP) < 0)
+        control_die(ctl, errno, "unshare cgroup namespace");
+    shares_close_cgroup_namespaces(ctl, cgroupns_limit);
+    rootfs_copy_files(ctl, spec, spec->as_root ? 0 : JAIL_USER_UID);
+    close_file_sources(spec);
+    if (privs_apply_rlimits(&spec->limits) < 0)
+        control_die(ctl, errno, "setrlimit");
+    if (setsid() < 0)
+        control_die(ctl, errno, "setsid");
+    init_main(spec, ctl, prog, output_fd);
+}
+
+/* execve, but only of what the sandbox's own tree names: never through a magic link
+ * (/proc/self/fd/N, /proc/N/root, /proc/N/cwd). No fd of the host's is open in here any more, so
+ * such a link could only lead back inside; refusing them keeps it so if one ever were. */
+static void exec_resolved(const char *path, char *const argv[], char *const envp[])
+{
+    /* Not RESOLVE_IN_ROOT: a relative path must name what execve will run, from the cwd. */
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+    if (fd < 0)
+        return;
+    close(fd);
+    execve(path, argv, envp);
+}
+
+/* Looks file up in the PATH of the payload's own environment (execvpe would use ours). */
+static void exec_in_path(const char *file, char *const argv[], char *const envp[])
+{
+    if (strchr(file, '/')) {
+        exec_resolved(file, argv, envp);
+        return;
+    }
+    const char *path = "/usr/local/bin:/usr/bin:/bin";
+    for (char *const *e = envp; *e; e++)
+        if (strncmp(*e, "PATH=", 5) == 0)
+            path = *e + 5;
+    int best = ENOENT;
+    char buf[PATH_MAX];
+    for (const char *p = path;; p++) {
+        const char *end = strchrnul(p, ':');
+        size_t dlen = (size_t)(end - p);
+        size_t flen = strlen(file);
+        if (dlen + flen + 2 <= sizeof buf) {
+            memcpy(buf, dlen ? p : ".", dlen ? dlen : 1);
+            size_t at = dlen ? dlen : 1;
+            buf[at] = '/';
+            memcpy(buf + at + 1, file, flen + 1);
+            exec_resolved(buf, argv, envp);
+            if (errno != ENOENT && errno != ENOTDIR)
+                best = errno;
+        }
+        if (*end == '\0')
+            break;
+        p = end;
+    }
+    errno = best;
+}
+
+void jail_exec_payload(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)
+{
+    /* stdio is in place since the child's start (keep_only_sandbox_fds). Every other inherited
+     * fd closes at exec; ctl stays open until then to report failure. */
     if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
         control_die(ctl, errno, "close_range");
     uid_t uid = spec->as_root ? 0 : JAIL_USER_UID;
@@ -200,8 +245,12 @@ void jail_exec_payload(const struct jail_spec *spec, int ctl, const struct secco
      * dumpable init would open its /proc/1/{mem,fd} to a payload of the same uid. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         control_die(ctl, errno, "PR_SET_DUMPABLE");
-    if (chdir(cwd) < 0)
-        control_die(ctl, errno, "chdir %s", cwd);
+    /* Resolved inside the sandbox's root only (RESOLVE_IN_ROOT from "/", which the pivot made
+     * our cwd), and never through a magic link. */
+    int cwd_fd = inroot_open(AT_FDCWD, cwd, O_PATH | O_DIRECTORY, 0);
+    if (cwd_fd < 0 || fchdir(cwd_fd) < 0)
+        control_die(ctl, errno, "working directory %s", cwd);
+    close(cwd_fd);
     if (landlock_restrict() < 0)
         control_die(ctl, errno, "landlock");
     /* Last: from here on the filter applies to us, and it forbids much of the above. */

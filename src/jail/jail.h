@@ -21,19 +21,37 @@
 #define JAIL_USER_NAME  "user"
 #define JAIL_USER_HOME  "/home/user"
 #define JAIL_OUTPUT_DIR "/output"
-#define JAIL_UID_COUNT  65536u /* ids 0..65535 inside, each sandbox its own host range */
+#define JAIL_UID_COUNT  65536u /* host ids per sandbox: each sandbox a range of its own */
+/* Ids 0..65534 inside map to the first 65535 of the range. The last host id of the range owns the
+ * sandbox's user namespace (spawn.c says why) and is mapped to nothing: no process or file inside
+ * can ever carry it. */
+#define JAIL_UID_MAPPED (JAIL_UID_COUNT - 1u)
+#define JAIL_MAX_FILES  1024u /* files copied in per sandbox */
+
+/* Shares of the kernel's per-user counters that each sandbox gets for itself (shares.c). The
+ * counters are charged to the namespace's owner, an id of the sandbox's own, so a sandbox that
+ * exhausts its share harms only itself; the shares bound what it may take of the kernel. */
+#define JAIL_DEFAULT_PTYS              16         /* devpts max= */
+#define JAIL_DEFAULT_INOTIFY_INSTANCES 128        /* the kernel's own per-user default */
+#define JAIL_DEFAULT_INOTIFY_WATCHES   8192       /* each pins an inode and kernel memory */
+#define JAIL_SIGPENDING                4096       /* queued signals, all processes together */
+#define JAIL_MSGQUEUE_BYTES            819200u    /* POSIX message queues: the kernel's default */
+#define JAIL_MEMLOCK_BYTES             (8u << 20) /* locked memory: the kernel's default */
 
 enum jail_net_mode {
     JAIL_NET_NONE, /* new network namespace with loopback only */
 };
 
 struct jail_limits {
-    uint64_t memory_bytes; /* cgroup memory limit, swap excluded; 0 = none */
-    uint64_t pids;         /* cgroup pids.max; 0 = none */
-    uint64_t disk_bytes;   /* size of the writable layer (tmpfs); must be > 0 */
-    uint64_t cpu_time_ms;  /* RLIMIT_CPU backstop (the supervisor enforces the exact limit) */
-    uint64_t nofile;       /* RLIMIT_NOFILE; 0 = inherit */
-    uint64_t fsize_bytes;  /* RLIMIT_FSIZE; 0 = none */
+    uint64_t memory_bytes;      /* cgroup memory limit, swap excluded; 0 = none */
+    uint64_t pids;              /* cgroup pids.max; 0 = none */
+    uint64_t disk_bytes;        /* size of the writable layer (tmpfs); must be > 0 */
+    uint64_t cpu_time_ms;       /* RLIMIT_CPU backstop (the supervisor enforces the exact limit) */
+    uint64_t nofile;            /* RLIMIT_NOFILE; 0 = inherit */
+    uint64_t fsize_bytes;       /* RLIMIT_FSIZE; 0 = none */
+    uint64_t ptys;              /* ptys at once (devpts max=); 0 = JAIL_DEFAULT_PTYS */
+    uint64_t inotify_instances; /* 0 = JAIL_DEFAULT_INOTIFY_INSTANCES */
+    uint64_t inotify_watches;   /* 0 = JAIL_DEFAULT_INOTIFY_WATCHES */
 };
 
 /* A file copied into the sandbox before the payload starts: the parent opened it (as the host
@@ -60,7 +78,7 @@ struct jail_spec {
                                  sandbox's own mount namespace only */
     struct jail_limits limits;
     enum jail_net_mode net;
-    uid_t host_uid_base; /* inside 0..JAIL_UID_COUNT-1 map to host_uid_base.. */
+    uid_t host_uid_base; /* inside 0..JAIL_UID_MAPPED-1 map to host_uid_base.. */
     bool as_root;        /* run the payload as sandbox root (no capabilities) instead of user */
     enum seccomp_profile seccomp;
     const char *hostname;
@@ -68,7 +86,7 @@ struct jail_spec {
      * area: the child overwrites it so /proc/1/cmdline inside shows nothing of the host's. */
     const char *const *argv;
     const char *const *envp;
-    const char *cwd; /* NULL = the user's home */
+    const char *cwd;                    /* NULL = the user's home */
     int stdin_fd, stdout_fd, stderr_fd; /* host fds given to the payload as 0, 1, 2 */
     const struct jail_file *files;
     size_t n_files;
@@ -88,9 +106,9 @@ struct jail {
     int control_fd;   /* SOCK_SEQPACKET to init (src/init/init_msg.h) */
     int output_dirfd; /* the sandbox's /output, readable after it dies; -1 if not asked */
     struct cgroup *cgroup;
-    uint64_t start_ns;  /* CLOCK_MONOTONIC when the payload was forked (READY) */
-    pid_t keeper_pid;   /* the cleanup keeper, or 0 */
-    int keeper_fd;      /* write end of its pipe: a byte means "done", EOF means "clean up" */
+    uint64_t start_ns; /* CLOCK_MONOTONIC when the payload was forked (READY) */
+    pid_t keeper_pid;  /* the cleanup keeper, or 0 */
+    int keeper_fd;     /* write end of its pipe: a byte means "done", EOF means "clean up" */
 };
 
 /* In the freshly cloned child: the setup sequence from inside, then init. Never returns. */

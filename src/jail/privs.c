@@ -20,11 +20,26 @@ static int set_limit(int resource, rlim_t value)
     return setrlimit(resource, &rl);
 }
 
+/* Never above the limit we were given: raising a hard limit needs the host's CAP_SYS_RESOURCE. */
+static int set_limit_at_most(int resource, rlim_t value)
+{
+    struct rlimit rl;
+    if (getrlimit(resource, &rl) < 0)
+        return -1;
+    return set_limit(resource, rl.rlim_max < value ? rl.rlim_max : value);
+}
+
 int privs_apply_rlimits(const struct jail_limits *limits)
 {
     if (set_limit(RLIMIT_CORE, 0) < 0)
         return -1;
-    if (limits->nofile && set_limit(RLIMIT_NOFILE, limits->nofile) < 0)
+    /* Above the caller's own hard limit the parent has set it already (jail_start). */
+    if (limits->nofile && set_limit_at_most(RLIMIT_NOFILE, limits->nofile) < 0)
+        return -1;
+    /* Per-user counters (shares.c): the hard limit cannot be raised again inside. */
+    if (set_limit_at_most(RLIMIT_SIGPENDING, JAIL_SIGPENDING) < 0 ||
+        set_limit_at_most(RLIMIT_MSGQUEUE, JAIL_MSGQUEUE_BYTES) < 0 ||
+        set_limit_at_most(RLIMIT_MEMLOCK, JAIL_MEMLOCK_BYTES) < 0)
         return -1;
     if (limits->fsize_bytes && set_limit(RLIMIT_FSIZE, limits->fsize_bytes) < 0)
         return -1;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "jail/control.h"
+#include "jail/inroot.h"
 #include "util/fileio.h"
 
 /* Directories that must exist in the writable layer before the overlay is mounted: overlay
@@ -68,8 +69,6 @@ static void mount_overlay(int ctl, const char *lower, int stage)
     close(lower_fd);
 }
 
-static void make_parents(int ctl, const char *path);
-
 /* /usr is the host's, bound read-only (nosuid, nodev) rather than overlaid: every sandbox then
  * shares the host's warm dentry cache, where a fresh overlay makes each lookup build its own
  * (about a millisecond per Python start). Writes to /usr fail with EROFS, plainly. */
@@ -81,32 +80,56 @@ static void bind_usr(int ctl, const char *host_usr, const char *target)
         control_die(ctl, errno, "make %s read-only", target);
 }
 
-static void bind_read_only(int ctl, const char *root, const struct jail_mount *m)
+/* Binds the host's tree at src onto the object target_fd names (through /proc/self/fd: the
+ * host's /proc is still ours before the pivot, and mount(2) resolves the magic link to exactly
+ * the object we opened), then makes the new mount read-only, found as parent/leaf: a lookup of
+ * one component from a directory we hold, which crosses into the mount just made. */
+static void bind_read_only_onto(int ctl, const char *src, int target_fd, int parent,
+                                const char *leaf, const char *what)
+{
+    char target[32];
+    snprintf(target, sizeof target, "/proc/self/fd/%d", target_fd);
+    if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
+        control_die(ctl, errno, "bind %s", what);
+    int mounted = openat(parent, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    /* mount_setattr changes the whole subtree at once and keeps the flags the host locked. */
+    struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    if (mounted < 0 || syscall(SYS_mount_setattr, mounted, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                               sizeof attr) < 0)
+        control_die(ctl, errno, "make %s read-only", what);
+    close(mounted);
+}
+
+/* The target is the caller's path inside the sandbox: resolved beneath the new root only (the
+ * template's own /dev/fd is an absolute link to /proc/self/fd, which before the pivot is the
+ * host's), its missing parents made on the way, and never a symlink itself. */
+static void bind_read_only(int ctl, int root_fd, const struct jail_mount *m)
 {
     struct stat st;
     if (stat(m->host_path, &st) < 0)
         control_die(ctl, errno, "bind source %s (it must be reachable by unprivileged users)",
                     m->host_path);
-    char target[PATH_MAX];
-    snprintf(target, sizeof target, "%s%s", root, m->sandbox_path);
-    make_parents(ctl, target);
-    if (S_ISDIR(st.st_mode)) {
-        if (mkdir(target, 0755) < 0 && errno != EEXIST)
-            control_die(ctl, errno, "bind target %s", m->sandbox_path);
-    } else {
-        int fd = open(target, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0)
-            control_die(ctl, errno, "bind target %s", m->sandbox_path);
-        close(fd);
-    }
-    mount_or_die(ctl, m->host_path, target, NULL, MS_BIND | MS_REC, NULL);
-    /* mount_setattr changes the whole subtree at once and keeps the flags the host locked. */
-    struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
-    if (syscall(SYS_mount_setattr, AT_FDCWD, target, AT_RECURSIVE, &attr, sizeof attr) < 0)
-        control_die(ctl, errno, "make %s read-only", m->sandbox_path);
+    const char *leaf;
+    int parent = inroot_open_parent(root_fd, m->sandbox_path, 0, &leaf);
+    if (parent < 0)
+        control_die(ctl, errno, "bind target %s", m->sandbox_path);
+    int rc = S_ISDIR(st.st_mode) ? mkdirat(parent, leaf, 0755)
+                                 : mknodat(parent, leaf, S_IFREG | 0644, 0);
+    if (rc < 0 && errno != EEXIST)
+        control_die(ctl, errno, "bind target %s", m->sandbox_path);
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+    int target = (int)syscall(SYS_openat2, parent, leaf, &how, sizeof how);
+    struct stat tst;
+    if (target < 0 || fstat(target, &tst) < 0)
+        control_die(ctl, errno, "bind target %s", m->sandbox_path);
+    if (S_ISDIR(tst.st_mode) != S_ISDIR(st.st_mode))
+        control_die(ctl, S_ISDIR(st.st_mode) ? ENOTDIR : EISDIR, "bind target %s", m->sandbox_path);
+    bind_read_only_onto(ctl, m->host_path, target, parent, leaf, m->sandbox_path);
+    close(target);
+    close(parent);
 }
 
-static void setup_dev(int ctl, const char *root)
+static void setup_dev(int ctl, const struct jail_spec *spec, const char *root)
 {
     char path[PATH_MAX];
     /* No mknod in a user namespace: the host's harmless character devices are bound onto the
@@ -118,10 +141,14 @@ static void setup_dev(int ctl, const char *root)
         snprintf(path, sizeof path, "%s%s", root, host);
         mount_or_die(ctl, host, path, NULL, MS_BIND, NULL);
     }
-    /* A private devpts instance: the sandbox sees only its own ptys, never the host's. */
+    /* A private devpts instance: the sandbox sees only its own ptys, never the host's. The ptys
+     * of every instance but the host's come from one pool (kernel.pty.max minus pty.reserve):
+     * max= is this sandbox's share of it, so that one sandbox cannot take them all. */
+    char opts[96];
+    snprintf(opts, sizeof opts, "newinstance,ptmxmode=0666,mode=0620,max=%llu",
+             (unsigned long long)(spec->limits.ptys ? spec->limits.ptys : JAIL_DEFAULT_PTYS));
     snprintf(path, sizeof path, "%s/dev/pts", root);
-    mount_or_die(ctl, "devpts", path, "devpts", MS_NOSUID | MS_NOEXEC,
-                 "newinstance,ptmxmode=0666,mode=0620");
+    mount_or_die(ctl, "devpts", path, "devpts", MS_NOSUID | MS_NOEXEC, opts);
 }
 
 static void setup_proc(int ctl, const char *root)
@@ -186,9 +213,15 @@ int rootfs_enter(int ctl, const struct jail_spec *spec)
     snprintf(root, sizeof root, "%s/root", spec->stage_dir);
     snprintf(usr, sizeof usr, "%s/usr", root);
     bind_usr(ctl, spec->usr_dir, usr);
-    for (size_t i = 0; i < spec->n_mounts; i++)
-        bind_read_only(ctl, root, &spec->mounts[i]);
-    setup_dev(ctl, root);
+    if (spec->n_mounts > 0) {
+        int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+            control_die(ctl, errno, "open %s", root);
+        for (size_t i = 0; i < spec->n_mounts; i++)
+            bind_read_only(ctl, root_fd, &spec->mounts[i]);
+        close(root_fd);
+    }
+    setup_dev(ctl, spec, root);
     setup_proc(ctl, root);
 
     int output = -1;
@@ -201,21 +234,6 @@ int rootfs_enter(int ctl, const struct jail_spec *spec)
     }
     pivot_into(ctl, root);
     return output;
-}
-
-/* Creates the parents of an absolute sandbox path, root-owned, like `mkdir -p`. */
-static void make_parents(int ctl, const char *path)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            control_die(ctl, errno, "mkdir %s", buf);
-        *p = '/';
-    }
 }
 
 /* Copies from, to its end, into out. Small files (code, most inputs) take a read, a write and
@@ -248,17 +266,32 @@ static void copy_fd(int ctl, int from, int out, const char *what)
 
 void rootfs_copy_files(int ctl, const struct jail_spec *spec, uid_t uid)
 {
+    if (spec->n_files == 0)
+        return;
+    int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0)
+        control_die(ctl, errno, "open /");
     for (size_t i = 0; i < spec->n_files; i++) {
         const struct jail_file *f = &spec->files[i];
-        make_parents(ctl, f->sandbox_path);
-        /* Nothing of the sandbox's has run yet, so the tree holds only what the template put
-         * there; O_NOFOLLOW still refuses a symlink as the final component. */
+        /* Only into the sandbox's own filesystem (RESOLVE_NO_XDEV): not /proc, where a file's
+         * bytes would be written into kernel knobs of the sandbox's init, not /dev, /usr or a
+         * bind mount. Nothing of the sandbox's has run yet, so the tree holds only what the
+         * template put there; the last component is never followed. */
+        const char *leaf;
+        int parent = inroot_open_parent(root_fd, f->sandbox_path, RESOLVE_NO_XDEV, &leaf);
+        if (parent < 0 && errno == EXDEV)
+            control_die(ctl, errno,
+                        "copy to %s: only the sandbox's own filesystem takes files (not "
+                        "/proc, /dev, /usr or a bind mount)",
+                        f->sandbox_path);
+        if (parent < 0)
+            control_die(ctl, errno, "create %s", f->sandbox_path);
         int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC;
-        int out = open(f->sandbox_path, flags | O_EXCL, f->mode & 07777);
+        int out = openat(parent, leaf, flags | O_EXCL, f->mode & 07777);
         /* A file the template already has keeps its own mode unless we set ours */
         bool existed = out < 0 && errno == EEXIST;
         if (existed)
-            out = open(f->sandbox_path, flags, f->mode & 07777);
+            out = openat(parent, leaf, flags, f->mode & 07777);
         /* The template's own files and directories belong to the host's root, which has no
          * uid in here: say where a file can go instead of only "Permission denied". */
         if (out < 0 && errno == EACCES)
@@ -268,6 +301,7 @@ void rootfs_copy_files(int ctl, const struct jail_spec *spec, uid_t uid)
                         f->sandbox_path);
         if (out < 0)
             control_die(ctl, errno, "create %s", f->sandbox_path);
+        close(parent);
         if (lseek(f->host_fd, 0, SEEK_SET) < 0 && errno != ESPIPE)
             control_die(ctl, errno, "rewind source of %s", f->sandbox_path);
         copy_fd(ctl, f->host_fd, out, f->sandbox_path);
@@ -278,4 +312,5 @@ void rootfs_copy_files(int ctl, const struct jail_spec *spec, uid_t uid)
             control_die(ctl, errno, "set owner of %s", f->sandbox_path);
         close(out);
     }
+    close(root_fd);
 }

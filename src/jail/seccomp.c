@@ -25,7 +25,9 @@
  *           kernel truncates it (CVE-2019-10063: a 64-bit compare is bypassed by high bits).
  *   ENOSYS: clone3 (its flags live in memory, out of a filter's reach; ENOSYS makes libc fall back
  *           to clone, which we can filter), io_uring_setup/enter/register (io_uring performs
- *           operations without syscalls, so it bypasses this filter), and the new mount API:
+ *           operations without syscalls, so it bypasses this filter), Linux AIO (io_setup and
+ *           the rest: its contexts count against fs.aio-max-nr, one host-wide counter), and the
+ *           new mount API:
  *           open_tree move_mount fsopen fsconfig fsmount fspick mount_setattr.
  *   EAFNOSUPPORT: socket with a family other than AF_UNIX, AF_INET, AF_INET6 (no netlink, packet,
  *           vsock, alg, ...: each family is its own body of kernel code); socketpair with a family
@@ -114,6 +116,11 @@ static const struct syscall_entry default_eperm[] = {
 static const struct syscall_entry default_enosys[] = {
     SYSCALL_ENTRY(clone3),
     SYSCALL_ENTRY(io_uring_setup), SYSCALL_ENTRY(io_uring_enter), SYSCALL_ENTRY(io_uring_register),
+    /* Linux AIO: every context counts against fs.aio-max-nr, one counter for the whole host
+     * (65536 requests by default), so one sandbox could leave none for the host's databases.
+     * glibc's POSIX AIO uses threads, not these. */
+    SYSCALL_ENTRY(io_setup), SYSCALL_ENTRY(io_destroy), SYSCALL_ENTRY(io_submit),
+    SYSCALL_ENTRY(io_cancel), SYSCALL_ENTRY(io_getevents), SYSCALL_ENTRY(io_pgetevents),
     SYSCALL_ENTRY(open_tree), SYSCALL_ENTRY(move_mount), SYSCALL_ENTRY(fsopen),
     SYSCALL_ENTRY(fsconfig), SYSCALL_ENTRY(fsmount), SYSCALL_ENTRY(fspick),
     SYSCALL_ENTRY(mount_setattr),

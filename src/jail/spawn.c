@@ -2,12 +2,16 @@
  * maps, the go signal, and the wait for init's READY. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,6 +22,7 @@
 #include "jail/jail.h"
 #include "jail/userns.h"
 #include "util/cleanup.h"
+#include "util/fds.h"
 #include "util/proctitle.h"
 
 #define SETUP_TIMEOUT_MS 30000
@@ -54,6 +59,20 @@ static bool sandbox_path_ok(const char *path)
     return true;
 }
 
+static bool nofile_needs_raise(const struct jail_spec *spec)
+{
+    struct rlimit rl;
+    return spec->limits.nofile && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+           spec->limits.nofile > rl.rlim_max;
+}
+
+static bool have_capability(int cap)
+{
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2];
+    return syscall(SYS_capget, &hdr, data) == 0 && (data[cap / 32].effective & (1u << (cap % 32)));
+}
+
 static int validate_spec(const struct jail_spec *spec, err_t *err)
 {
     if (!spec->name || !spec->template_dir || !spec->usr_dir || !spec->stage_dir)
@@ -69,6 +88,25 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
                            "sandbox spec: argv[%zu] lives in the process's own "
                            "argv area; copy it",
                            i);
+    if (nofile_needs_raise(spec) && !have_capability(CAP_SYS_RESOURCE)) {
+        struct rlimit rl;
+        getrlimit(RLIMIT_NOFILE, &rl);
+        return err_set(err, 0,
+                       "open-file limit %llu is above this process's own hard limit %llu, "
+                       "which it cannot raise without CAP_SYS_RESOURCE (see ulimit -Hn)",
+                       (unsigned long long)spec->limits.nofile, (unsigned long long)rl.rlim_max);
+    }
+    if (spec->cwd && spec->cwd[0] != '/')
+        return err_set(err, EINVAL, "sandbox spec: working directory %s is not absolute",
+                       spec->cwd);
+    if (spec->n_files > JAIL_MAX_FILES)
+        return err_set(err, E2BIG, "sandbox spec: %zu files, at most %u", spec->n_files,
+                       JAIL_MAX_FILES);
+    /* 0-2 become the sandbox's stdio in the child, before the files are copied. */
+    for (size_t i = 0; i < spec->n_files; i++)
+        if (spec->files[i].host_fd < 3)
+            return err_set(err, EBADF, "sandbox spec: file source fd %d is one of stdio's",
+                           spec->files[i].host_fd);
     if (spec->limits.disk_bytes == 0)
         return err_set(err, EINVAL, "sandbox spec: the writable layer needs a size");
     if (spec->host_uid_base == 0 || spec->host_uid_base < USERNS_HOST_BASE)
@@ -86,27 +124,6 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
     return 0;
 }
 
-/* Closes every fd not in keep[0..n). */
-static void close_all_except(int *keep, size_t n)
-{
-    /* Insertion sort: n is a handful. */
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-            int t = keep[j];
-            keep[j] = keep[j - 1];
-            keep[j - 1] = t;
-        }
-    unsigned from = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (keep[i] < 0 || (unsigned)keep[i] < from)
-            continue;
-        if ((unsigned)keep[i] > from)
-            close_range(from, (unsigned)keep[i] - 1, 0);
-        from = (unsigned)keep[i] + 1;
-    }
-    close_range(from, ~0U, 0);
-}
-
 /* The keeper outlives a supervisor killed with SIGKILL and removes the cgroup it left behind;
  * holding keep_fd (the uid range lock) until then keeps the range from being reused early. */
 static int keeper_start(struct jail *jail, const char *cgroup_name, int keep_fd, err_t *err)
@@ -122,7 +139,7 @@ static int keeper_start(struct jail *jail, const char *cgroup_name, int keep_fd,
     }
     if (pid == 0) {
         int keep[2] = {fds[0], keep_fd};
-        close_all_except(keep, 2);
+        fd_close_all_except(keep, 2);
         /* Out of the supervisor's session and deaf to its signals: Ctrl-C or a group kill
          * aimed at the supervisor must not take the keeper before it has cleaned up. */
         setsid();
@@ -170,7 +187,45 @@ void jail_reap(struct jail *jail)
     }
 }
 
-static pid_t clone_into_namespaces(struct jail *jail, int *pidfd)
+/* The user namespace belongs to the effective uid that creates it, and the kernel charges every
+ * per-user counter of the processes inside (inotify instances and watches, pending signals,
+ * message-queue bytes, locked memory, namespaces) to that owner too, in the host's namespace and
+ * against the host's per-user limits. Created by host root, one sandbox holding 128 inotify
+ * instances or 96,000 queued signals would leave none for host root and every other sandbox.
+ * So the namespace is created under the last id of the sandbox's own range (JAIL_UID_MAPPED),
+ * mapped to nothing inside: the sums land on an id no process or file can ever carry. The
+ * process's real and saved ids stay 0, so it switches back after the clone, and the fs uid
+ * stays 0: CLONE_INTO_CGROUP needs write access to the cgroups' root-owned cgroup.procs. */
+struct owner_switch {
+    int dumpable;
+};
+
+static int owner_enter(uid_t owner, struct owner_switch *sw)
+{
+    sw->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    if (setresgid((gid_t)-1, owner, (gid_t)-1) < 0)
+        return -1;
+    if (setresuid((uid_t)-1, owner, (uid_t)-1) < 0) {
+        int saved = errno;
+        (void)!setresgid((gid_t)-1, 0, (gid_t)-1);
+        errno = saved;
+        return -1;
+    }
+    setfsuid(0);
+    return 0;
+}
+
+/* Back to root; the euid change made us non-dumpable, which we were not. */
+static void owner_leave(const struct owner_switch *sw)
+{
+    /* Cannot fail: the real and saved ids are 0. */
+    (void)!setresuid((uid_t)-1, 0, (uid_t)-1);
+    (void)!setresgid((gid_t)-1, 0, (gid_t)-1);
+    if (sw->dumpable > 0)
+        prctl(PR_SET_DUMPABLE, sw->dumpable, 0, 0, 0);
+}
+
+static pid_t clone_into_namespaces(struct jail *jail, uid_t owner, int *pidfd)
 {
     struct clone_args args;
     memset(&args, 0, sizeof args);
@@ -184,7 +239,16 @@ static pid_t clone_into_namespaces(struct jail *jail, int *pidfd)
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = (uint64_t)cgfd;
     }
-    return (pid_t)syscall(SYS_clone3, &args, sizeof args);
+    struct owner_switch sw;
+    if (owner_enter(owner, &sw) < 0)
+        return -1;
+    pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+    if (pid != 0) {
+        int saved = errno;
+        owner_leave(&sw);
+        errno = saved;
+    }
+    return pid;
 }
 
 /* Makes the v1 groups (with their limits) while the child builds its root filesystem, and hands
@@ -268,7 +332,17 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
         goto fail;
     }
     out->control_fd = sv[0];
-    pid_t pid = clone_into_namespaces(out, &out->pidfd);
+    /* The child's end must not be one of 0-2, which become the sandbox's stdio there. */
+    if (sv[1] < 3) {
+        int moved = fcntl(sv[1], F_DUPFD_CLOEXEC, 3);
+        close(sv[1]);
+        if (moved < 0) {
+            err_set(err, errno, "control socket");
+            goto fail;
+        }
+        sv[1] = moved;
+    }
+    pid_t pid = clone_into_namespaces(out, spec->host_uid_base + JAIL_UID_MAPPED, &out->pidfd);
     if (pid < 0) {
         err_set(err, errno, "clone3 into new namespaces");
         close(sv[1]);
@@ -282,8 +356,18 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
     }
     close(sv[1]);
     out->pid = pid;
-    if (userns_write_maps(pid, spec->host_uid_base, JAIL_UID_COUNT, err) < 0)
+    if (userns_write_maps(pid, spec->host_uid_base, JAIL_UID_MAPPED, err) < 0)
         goto fail;
+    /* Above our own hard limit only we can raise it (validate_spec checked that we may); the
+     * child sets anything below it itself. */
+    if (nofile_needs_raise(spec)) {
+        struct rlimit rl = {.rlim_cur = spec->limits.nofile, .rlim_max = spec->limits.nofile};
+        if (prlimit(pid, RLIMIT_NOFILE, &rl, NULL) < 0) {
+            err_set(err, errno, "open-file limit %llu (at most fs.nr_open)",
+                    (unsigned long long)spec->limits.nofile);
+            goto fail;
+        }
+    }
     if (control_send_simple(out->control_fd, CONTROL_GO, 0, 0, NULL) < 0) {
         err_set(err, errno, "send go to sandbox init");
         goto fail;

@@ -32,4 +32,10 @@ void proctitle_set(const char *title)
         n = area_len - 1;
     memset(area_start, 0, area_len);
     memcpy(area_start, title, n);
+    /* /proc/PID/cmdline shows the whole area, NULs included, when its last byte is NUL; when it
+     * is not, the kernel takes the area as a setproctitle(3) title and shows it up to its first
+     * NUL. Without this the title would come padded to the length of the caller's command line,
+     * which tells a sandbox how long that was. */
+    if (n + 1 < area_len)
+        area_start[area_len - 1] = ' ';
 }

@@ -248,7 +248,7 @@ for who in "${roles[@]}"; do
     like "$out" "ids ruid=$want_uid euid=$want_uid suid=$want_uid .* capeff=0 nnp=1" "$who: control: the probe runs as uid $want_uid with no capability"
     for m in uid_map gid_map; do
         read -r inside outside count <<<"$(sed -n "s/^$m: //p" <<<"$out")"
-        if [ "${inside:-x}" = 0 ] && [ "${outside:-0}" -ge $((0x40000000)) ] && [ "${count:-0}" = 65536 ]; then
+        if [ "${inside:-x}" = 0 ] && [ "${outside:-0}" -ge $((0x40000000)) ] && [ "${count:-0}" = 65535 ]; then
             ok "$who: $m maps sandbox 0 to host $outside, not host root"
         else
             not_ok "$who: $m maps sandbox 0 to an unprivileged host range"

@@ -131,7 +131,7 @@ done
 eperm=(unshare setns mount umount2 pivot_root chroot keyctl add_key request_key bpf perf_event_open
     userfaultfd ptrace process_vm_readv process_vm_writev pidfd_getfd kexec_load init_module
     finit_module open_by_handle_at clone_newuser clone_newns tiocsti tiocsti_plain tioclinux)
-enosys=(clone3 io_uring_setup io_uring_enter io_uring_register open_tree move_mount fsopen fsconfig
+enosys=(clone3 io_uring_setup io_uring_enter io_uring_register io_setup io_submit open_tree move_mount fsopen fsconfig
     fsmount fspick mount_setattr)
 eafno=(socket_packet socket_vsock socket_netlink socket_alg)
 for who in user root; do
@@ -144,7 +144,7 @@ for who in user root; do
     is "${bad[*]:-}" "" "$who: try-syscall: EPERM for ${#eperm[@]} denied calls (unshare, setns, mount, keyctl, bpf, perf, ptrace, ...)"
     bad=()
     for c in "${enosys[@]}"; do grep -qx "$c errno=ENOSYS" <<<"$out" || bad+=("$c"); done
-    is "${bad[*]:-}" "" "$who: try-syscall: ENOSYS for clone3, io_uring and the new mount API"
+    is "${bad[*]:-}" "" "$who: try-syscall: ENOSYS for clone3, io_uring, Linux AIO and the new mount API"
     bad=()
     for c in "${eafno[@]}"; do grep -qx "$c errno=EAFNOSUPPORT" <<<"$out" || bad+=("$c"); done
     is "${bad[*]:-}" "" "$who: try-syscall: EAFNOSUPPORT for packet, vsock, netlink and alg sockets"

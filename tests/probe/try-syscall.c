@@ -341,6 +341,14 @@ static long try_io_uring_register(void)
 {
     return syscall(SYS_io_uring_register, -1, 0, NULL, 0);
 }
+static long try_io_setup(void)
+{
+    return syscall(SYS_io_setup, 1, WRONG_POINTER);
+}
+static long try_io_submit(void)
+{
+    return syscall(SYS_io_submit, 0, 0, NULL);
+}
 static long try_open_tree(void)
 {
     return syscall(SYS_open_tree, -1, WRONG_POINTER, BAD_FLAG);
@@ -497,7 +505,8 @@ static const struct probe probes[] = {
     PROBE(fanotify_init),     PROBE(clone3),
     PROBE(clone_newuser),     PROBE(clone_newns),
     PROBE(io_uring_setup),    PROBE(io_uring_enter),
-    PROBE(io_uring_register), PROBE(open_tree),
+    PROBE(io_uring_register), PROBE(io_setup),
+    PROBE(io_submit),         PROBE(open_tree),
     PROBE(move_mount),        PROBE(fsopen),
     PROBE(fsconfig),          PROBE(fsmount),
     PROBE(fspick),            PROBE(mount_setattr),

@@ -38,14 +38,43 @@ int main(void)
     ok(!o.json && !o.as_root && o.lang == RUN_LANG_NONE, "default flags");
     run_options_free(&o);
 
-    char *argv2[] = {"run", "--timeout", "2.5", "--cpu-time", "1", "--memory", "64M", "--pids", "10",
-                  "--disk", "1G", "--output-limit", "10K", "--nofile", "64", "--json", "--root",
-                  "--env", "A=1", "--env", "B_2=x=y", "--file", "/etc/hosts:/tmp/h", "--file",
-                  "/a:b:rel/../f", "--artifacts", "/tmp/out", "--cwd", "/tmp", "--seccomp",
-                  "strict", "--", "ls", "-l", "--json", NULL};
-    ok(parse(&o, &err,
-             argv2) == 0,
-       "every option");
+    char *argv2[] = {"run",
+                     "--timeout",
+                     "2.5",
+                     "--cpu-time",
+                     "1",
+                     "--memory",
+                     "64M",
+                     "--pids",
+                     "10",
+                     "--disk",
+                     "1G",
+                     "--output-limit",
+                     "10K",
+                     "--nofile",
+                     "64",
+                     "--json",
+                     "--root",
+                     "--env",
+                     "A=1",
+                     "--env",
+                     "B_2=x=y",
+                     "--file",
+                     "/etc/hosts:/tmp/h",
+                     "--file",
+                     "/a:b:rel/../f",
+                     "--artifacts",
+                     "/tmp/out",
+                     "--cwd",
+                     "/tmp",
+                     "--seccomp",
+                     "strict",
+                     "--",
+                     "ls",
+                     "-l",
+                     "--json",
+                     NULL};
+    ok(parse(&o, &err, argv2) == 0, "every option");
     is_u64(o.timeout_ms, 2500, "--timeout 2.5");
     is_u64(o.cpu_time_ms, 1000, "--cpu-time 1");
     is_u64(o.memory_bytes, 64ull << 20, "--memory 64M");
@@ -59,7 +88,8 @@ int main(void)
     is_str(o.files[0].host_path, "/etc/hosts", "--file host path");
     is_str(o.files[0].sandbox_path, "/tmp/h", "--file sandbox path");
     is_str(o.files[1].host_path, "/a:b", "--file splits at the last colon");
-    is_str(o.files[1].sandbox_path, "/home/user/f", "relative destination is under home, .. resolved");
+    is_str(o.files[1].sandbox_path, "/home/user/f",
+           "relative destination is under home, .. resolved");
     is_str(o.artifacts_dir, "/tmp/out", "--artifacts");
     ok(o.seccomp == SECCOMP_PROFILE_STRICT, "--seccomp strict");
     ok(o.argc == 3 && strcmp(o.argv[2], "--json") == 0, "the command's own flags are its own");
@@ -68,7 +98,8 @@ int main(void)
     char *argv3[] = {"run", "--lang", "python", "--code", "print(1)", NULL};
     ok(parse(&o, &err, argv3) == 0, "--lang with --code");
     run_options_free(&o);
-    char *argv_bind[] = {"run", "--ro-bind", "/srv/data:/mnt/d", "--ro-bind", "/a:b", "--", "x", NULL};
+    char *argv_bind[] = {"run", "--ro-bind", "/srv/data:/mnt/d", "--ro-bind", "/a:b", "--",
+                         "x",   NULL};
     ok(parse(&o, &err, argv_bind) == 0 && o.n_binds == 2, "--ro-bind twice");
     is_str(o.binds[0].sandbox_path, "/mnt/d", "--ro-bind target");
     is_str(o.binds[1].sandbox_path, "/home/user/b", "--ro-bind relative target is under home");
@@ -82,9 +113,14 @@ int main(void)
        "--lang without code reads stdin later");
     run_options_free(&o);
     char *argv5[] = {"run", "--lang", "bash", "--code-file", "x.sh", "--", "a", "b", NULL};
-    ok(parse(&o, &err, argv5) == 0 &&
-           o.argc == 2,
-       "--lang with --code-file and arguments");
+    ok(parse(&o, &err, argv5) == 0 && o.argc == 2, "--lang with --code-file and arguments");
+    run_options_free(&o);
+    char *argv_shares[] = {
+        "run", "--ptys", "3", "--inotify-instances", "5", "--inotify-watches", "100",
+        "--",  "x",      NULL};
+    ok(parse(&o, &err, argv_shares) == 0 && o.ptys == 3 && o.inotify_instances == 5 &&
+           o.inotify_watches == 100,
+       "--ptys, --inotify-instances, --inotify-watches");
     run_options_free(&o);
     char *argv6[] = {"run", "--help", NULL};
     ok(parse(&o, &err, argv6) == 0 && o.help, "--help");
@@ -103,6 +139,10 @@ int main(void)
     bad(ARGV("--disk", "10", "--", "x"), "--disk", "disk too small");
     bad(ARGV("--output-limit", "2G", "--", "x"), "--output-limit", "output limit too large");
     bad(ARGV("--nofile", "2", "--", "x"), "--nofile", "nofile too small");
+    bad(ARGV("--ptys", "0", "--", "x"), "--ptys", "zero ptys");
+    bad(ARGV("--ptys", "5000", "--", "x"), "--ptys", "more ptys than the host has");
+    bad(ARGV("--inotify-instances", "0", "--", "x"), "--inotify-instances", "zero instances");
+    bad(ARGV("--inotify-watches", "99999999", "--", "x"), "--inotify-watches", "too many watches");
     bad(ARGV("--env", "NOVALUE", "--", "x"), "NAME=VALUE", "env without =");
     bad(ARGV("--env", "=v", "--", "x"), "NAME=VALUE", "env without name");
     bad(ARGV("--env", "1A=v", "--", "x"), "invalid variable name", "env name starting with digit");
