@@ -32,6 +32,15 @@
 
 static int watch_dir = -1;
 
+/* Keeps what was taken until killed. */
+static int hold_forever(void)
+{
+    printf("READY\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
 static int take_inotify(void)
 {
     return inotify_init1(IN_CLOEXEC) < 0 ? -1 : 0;
@@ -142,13 +151,7 @@ static int sockets(const char *kind, long long max_kib, int hold)
         empty = got < 4096 ? empty + 1 : 0;
     }
     printf("%s %lld pairs %d errno %d\n", kind, total, pairs, err);
-    if (hold) {
-        printf("READY\n");
-        fflush(stdout);
-        for (;;)
-            pause();
-    }
-    return 0;
+    return hold ? hold_forever() : 0;
 }
 
 int main(int argc, char **argv)
@@ -194,13 +197,7 @@ int main(int argc, char **argv)
                 n++;
             }
             printf("%s %lld errno %d\n", kind, n, err);
-            if (hold) {
-                printf("READY\n");
-                fflush(stdout);
-                for (;;)
-                    pause();
-            }
-            return 0;
+            return hold ? hold_forever() : 0;
         }
     } else if (strcmp(argv[1], "try") == 0) {
         for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
