@@ -33,7 +33,7 @@
 static int watch_dir = -1;
 
 /* Keeps what was taken until killed. */
-static int hold_forever(void)
+_Noreturn static void hold_forever(void)
 {
     printf("READY\n");
     fflush(stdout);
@@ -151,7 +151,9 @@ static int sockets(const char *kind, long long max_kib, int hold)
         empty = got < 4096 ? empty + 1 : 0;
     }
     printf("%s %lld pairs %d errno %d\n", kind, total, pairs, err);
-    return hold ? hold_forever() : 0;
+    if (hold)
+        hold_forever();
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -197,7 +199,9 @@ int main(int argc, char **argv)
                 n++;
             }
             printf("%s %lld errno %d\n", kind, n, err);
-            return hold ? hold_forever() : 0;
+            if (hold)
+        hold_forever();
+    return 0;
         }
     } else if (strcmp(argv[1], "try") == 0) {
         for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
