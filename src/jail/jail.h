@@ -27,6 +27,8 @@
  * can ever carry it. */
 #define JAIL_UID_MAPPED (JAIL_UID_COUNT - 1u)
 #define JAIL_MAX_FILES  1024u /* files copied in per sandbox */
+#define JAIL_MAX_DISK_BYTES (1ull << 50) /* 1 PiB: far below where the kernel's rounding wraps */
+#define JAIL_MAX_TIME_MS    (400ull * 24 * 3600 * 1000) /* 400 days, for any time limit */
 
 /* Shares of the kernel's per-user counters that each sandbox gets for itself (shares.c). The
  * counters are charged to the namespace's owner, an id of the sandbox's own, so a sandbox that

@@ -109,6 +109,16 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
                            spec->files[i].host_fd);
     if (spec->limits.disk_bytes == 0)
         return err_set(err, EINVAL, "sandbox spec: the writable layer needs a size");
+    /* Sizes the kernel would round past 2^64: tmpfs turns size=16E into 0 pages, which it
+     * reads as no limit at all. The same care for every figure that is scaled on the way. */
+    if (spec->limits.disk_bytes > JAIL_MAX_DISK_BYTES)
+        return err_set(err, EINVAL, "sandbox spec: writable layer of %llu bytes, at most %llu",
+                       (unsigned long long)spec->limits.disk_bytes,
+                       (unsigned long long)JAIL_MAX_DISK_BYTES);
+    if (spec->limits.cpu_time_ms > JAIL_MAX_TIME_MS)
+        return err_set(err, EINVAL, "sandbox spec: CPU time of %llu ms, at most %llu",
+                       (unsigned long long)spec->limits.cpu_time_ms,
+                       (unsigned long long)JAIL_MAX_TIME_MS);
     if (spec->host_uid_base == 0 || spec->host_uid_base < USERNS_HOST_BASE)
         return err_set(err, EINVAL, "sandbox spec: host uid range %u would include host users",
                        (unsigned)spec->host_uid_base);

@@ -288,4 +288,16 @@ if [ "${d_root#-}" -le 8192 ] && [ "${d_tmp#-}" -le 8192 ]; then
     ok "host free space on / and /tmp unchanged (${d_root} kB, ${d_tmp} kB)"
 else not_ok "host free space on / and /tmp unchanged (${d_root} kB, ${d_tmp} kB)"; fi
 
+# A size the kernel would round past 2^64 is refused, never wrapped: tmpfs took
+# size=18446744073709551615 as 0 pages, which it reads as no limit at all.
+out=$("$HUTCH" run --disk 18446744073709551615 -- df -k / 2>&1); rc=$?
+if [ "$rc" = 2 ] && ! grep -q '^overlay  *0 ' <<<"$out"; then
+    ok "--disk 2^64-1: refused (exit 2), not an unlimited writable layer"
+else
+    not_ok "--disk 2^64-1: refused (exit 2), not an unlimited writable layer"
+    diag "$out"
+fi
+out=$("$HUTCH" run --disk 2T -- df -k / 2>&1)
+like "$out" "overlay +2147483648 " "control: --disk 2T gives a writable layer of 2 TiB"
+
 done_testing
