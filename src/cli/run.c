@@ -708,9 +708,11 @@ static void finish(struct run *r)
         }
         r->have_artifacts = true;
         if (r->artifacts.truncated)
-            set_message(r, "artifacts beyond the limits (%llu bytes, %d files, %d levels) were "
-                           "not copied", (unsigned long long)r->opt.artifacts_limit,
-                        ARTIFACTS_MAX_FILES, ARTIFACTS_MAX_DEPTH);
+            set_message(r,
+                        "artifacts beyond the limits (%llu bytes, counting %d for each entry "
+                        "plus a file's bytes; %d entries; %d levels) were not copied",
+                        (unsigned long long)r->opt.artifacts_limit, ARTIFACTS_ENTRY_COST,
+                        ARTIFACTS_MAX_ENTRIES, ARTIFACTS_MAX_DEPTH);
     }
     if (jail_destroy(&r->jail, &err) < 0) {
         r->facts.internal_error = true;
