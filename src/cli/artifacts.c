@@ -57,8 +57,14 @@ static int report_file(const char *rel, uint64_t size, struct copy_state *st)
 static int copy_regular(int src_fd, int dst, const char *name, const char *rel, uint64_t size,
                         struct copy_state *st)
 {
+    /* O_EXCL: a name the caller already has (a build.sh, a git hook, a symlink to anywhere) is
+     * never truncated, rewritten, followed or given a new mode. */
     cleanup_fd int out =
-        openat(dst, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (out < 0 && errno == EEXIST) {
+        st->res->existing++;
+        return 0;
+    }
     if (out < 0)
         return err_set(st->err, errno, "artifact %s", rel);
     uint64_t want = size;
@@ -92,7 +98,12 @@ static int copy_subdir(int src, int dst, const char *name, const char *rel, unsi
     cleanup_fd int owned = src;
     if (mkdirat(dst, name, 0755) < 0 && errno != EEXIST)
         return err_set(st->err, errno, "artifact directory %s", rel);
+    /* Merged into only if the name is a real directory: a symlink there is never followed. */
     cleanup_fd int sub = openat(dst, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+        st->res->existing++;
+        return 0;
+    }
     if (sub < 0)
         return err_set(st->err, errno, "artifact directory %s", rel);
     return copy_dir(steal_fd(&owned), sub, rel, depth + 1, st);

@@ -222,15 +222,48 @@ is "$(jpy "$out" 'sorted(a["path"] for a in o["artifacts"])')" '["bad\ufffdname"
 is "$(find "$scratch/names" -type f -printf . | wc -c)" 2 "both odd names copied"
 
 # The host's artifact directory holds a symlink where the sandbox writes a file or a directory:
-# hutch must not write through it.
+# hutch must not write through it, nor create the target of a dangling one.
 mkdir -p "$scratch/trap" "$scratch/victim-dir"
 echo victim >"$scratch/victim"
 ln -s "$scratch/victim" "$scratch/trap/a.txt"
 ln -s "$scratch/victim-dir" "$scratch/trap/sub"
-out=$(hjson --artifacts "$scratch/trap" -- sh -c 'echo evil > /output/a.txt; mkdir /output/sub; echo evil > /output/sub/x'); rc=$?
-is "$(cat "$scratch/victim")/$(ls "$scratch/victim-dir" | wc -l)" "victim/0" \
-    "a symlink planted in the host's artifact directory is not written through"
-is "$(jfield "$out" status)/$rc" "XX/2" "... and the run says it could not copy (XX)"
+ln -s "$scratch/dangling-target" "$scratch/trap/dangling"
+out=$(hjson --artifacts "$scratch/trap" -- sh -c 'echo evil > /output/a.txt; mkdir /output/sub; echo evil > /output/sub/x
+    echo evil > /output/dangling; echo fine > /output/fine'); rc=$?
+is "$(cat "$scratch/victim")/$(ls "$scratch/victim-dir" | wc -l)/$(ls "$scratch/dangling-target" 2>&1 | grep -c 'No such')" "victim/0/1" \
+    "a symlink planted in the host's artifact directory is not written through, a dangling one not created"
+is "$(find "$scratch/trap" -type l | wc -l)/$(readlink "$scratch/trap/a.txt")" "3/$scratch/victim" "... the planted links are left as they were"
+is "$(jfield "$out" status)/$rc/$(jfield "$out" artifacts_skipped_existing)/$(cat "$scratch/trap/fine")" "OK/0/3/fine" \
+    "... the run is OK, says 3 were skipped as existing, and a new file next to them arrives"
+like "$(jfield "$out" message)" "^3 artifacts not copied: the name already exists" "... and the message says so"
+
+# --artifacts . in a repository: the caller's files are never replaced or modified, whatever the
+# sandbox writes under their names; they keep their content, mode and inode. An existing real
+# directory is merged into, with new names only.
+repo=$scratch/repo
+mkdir -p "$repo/.git/hooks"
+printf '#!/bin/sh\necho build\n' >"$repo/build.sh"
+printf '#!/bin/sh\nexit 0\n' >"$repo/.git/hooks/pre-commit"
+chmod 755 "$repo/build.sh" "$repo/.git/hooks/pre-commit"
+repo_state() { (cd "$repo" && stat -c '%n %i %a %s %Y' build.sh .git/hooks/pre-commit && sha256sum build.sh .git/hooks/pre-commit); }
+before=$(repo_state)
+out=$(hjson --artifacts "$repo" -- sh -c 'cd /output
+    printf "#!/bin/sh\necho pwned\n" > build.sh; chmod 755 build.sh
+    mkdir -p .git/hooks && echo pwned > .git/hooks/pre-commit && echo hook > .git/hooks/new-hook
+    chmod 4755 .git/hooks/new-hook; echo new > new.sh; chmod 755 new.sh'); rc=$?
+is "$(repo_state)" "$before" "--artifacts into a repository: build.sh and a git hook keep content, mode and inode"
+is "$(jfield "$out" status)/$rc/$(jfield "$out" artifacts_skipped_existing)" "OK/0/2" "... the run is OK and says 2 were not copied"
+is "$(stat -c '%a %s' "$repo/new.sh" "$repo/.git/hooks/new-hook" 2>&1 | words)" "644 4 644 5" \
+    "... control: new names arrive, in the existing directory too, mode 0644 (not executable, not set-id)"
+is "$(jpy "$out" 'sorted(a["path"] for a in o["artifacts"])')" '[".git/hooks/new-hook", "new.sh"]' "... and only those are reported"
+# A host file where the sandbox has a directory, and a host directory where it has a file.
+mkdir -p "$scratch/mixed/docs"
+echo data >"$scratch/mixed/data"
+mixed_state() { (cd "$scratch/mixed" && stat -c '%n %i %a %s %Y' data docs && cat data && ls -A docs); }
+before=$(mixed_state)
+out=$(hjson --artifacts "$scratch/mixed" -- sh -c 'cd /output; mkdir data && echo pwned > data/x; echo pwned > docs'); rc=$?
+is "$(mixed_state)/$(jfield "$out" status)/$(jfield "$out" artifacts_skipped_existing)" "$before/OK/2" \
+    "a file where the sandbox has a directory, a directory where it has a file: both left alone, 2 not copied"
 
 # --- 20 at once ---------------------------------------------------------------------------
 
