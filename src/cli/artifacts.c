@@ -16,26 +16,63 @@
 
 struct copy_state {
     uint64_t limit;
-    unsigned count;
+    uint64_t used; /* charged against limit so far; never above it */
+    unsigned entries;
+    bool full; /* a cap was reached: read nothing more */
     struct artifacts_result *res;
     err_t *err;
 };
 
 static int copy_dir(int src, int dst, const char *rel, unsigned depth, struct copy_state *st);
 
+/* Called for each entry as readdir returns it, before anything else is done with it: the
+ * sandbox chooses how many entries there are, so the caps must hold for those it only makes us
+ * read, not only for those we copy. */
+static bool charge_entry(struct copy_state *st)
+{
+    if (st->entries >= ARTIFACTS_MAX_ENTRIES || st->limit - st->used < ARTIFACTS_ENTRY_COST) {
+        st->res->truncated = true;
+        st->full = true;
+        return false;
+    }
+    st->entries++;
+    st->used += ARTIFACTS_ENTRY_COST;
+    return true;
+}
+
+static int report_file(const char *rel, uint64_t size, struct copy_state *st)
+{
+    /* A name is any bytes but "/" and NUL, JSON wants UTF-8: a name that is not gets U+FFFD for
+     * its bad bytes in the report, rather than silently no entry at all. */
+    size_t len;
+    char *path = utf8_sanitize(rel, strlen(rel), &len);
+    json_t *entry =
+        path ? json_pack("{s:s%, s:I}", "path", path, len, "size", (json_int_t)size) : NULL;
+    free(path);
+    if (!entry || json_array_append_new(st->res->files, entry) < 0)
+        return err_set(st->err, ENOMEM, "report artifact %s", rel);
+    return 0;
+}
+
 static int copy_regular(int src_fd, int dst, const char *name, const char *rel, uint64_t size,
                         struct copy_state *st)
 {
-    uint64_t room = st->limit - st->res->bytes;
-    uint64_t want = size;
-    if (want > room) {
-        want = room;
-        st->res->truncated = true;
-    }
+    /* O_EXCL: a name the caller already has (a build.sh, a git hook, a symlink to anywhere) is
+     * never truncated, rewritten, followed or given a new mode. */
     cleanup_fd int out =
-        openat(dst, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (out < 0 && errno == EEXIST) {
+        st->res->existing++;
+        return 0;
+    }
     if (out < 0)
         return err_set(st->err, errno, "artifact %s", rel);
+    uint64_t want = size;
+    if (want > st->limit - st->used) {
+        want = st->limit - st->used;
+        st->res->truncated = true;
+        st->full = true;
+    }
     char buf[65536];
     uint64_t copied = 0;
     while (copied < want) {
@@ -49,17 +86,27 @@ static int copy_regular(int src_fd, int dst, const char *name, const char *rel, 
             return err_set(st->err, errno, "write artifact %s", rel);
         copied += (uint64_t)n;
     }
+    st->used += copied;
     st->res->bytes += copied;
-    /* A name is any bytes but "/" and NUL, JSON wants UTF-8: a name that is not gets U+FFFD for
-     * its bad bytes in the report, rather than silently no entry at all. */
-    size_t len;
-    char *path = utf8_sanitize(rel, strlen(rel), &len);
-    json_t *entry = path ? json_pack("{s:s%, s:I}", "path", path, len, "size", (json_int_t)copied)
-                         : NULL;
-    free(path);
-    if (!entry || json_array_append_new(st->res->files, entry) < 0)
-        return err_set(st->err, ENOMEM, "report artifact %s", rel);
-    return 0;
+    return report_file(rel, copied, st);
+}
+
+/* Takes ownership of src, the sandbox's directory. */
+static int copy_subdir(int src, int dst, const char *name, const char *rel, unsigned depth,
+                       struct copy_state *st)
+{
+    cleanup_fd int owned = src;
+    if (mkdirat(dst, name, 0755) < 0 && errno != EEXIST)
+        return err_set(st->err, errno, "artifact directory %s", rel);
+    /* Merged into only if the name is a real directory: a symlink there is never followed. */
+    cleanup_fd int sub = openat(dst, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+        st->res->existing++;
+        return 0;
+    }
+    if (sub < 0)
+        return err_set(st->err, errno, "artifact directory %s", rel);
+    return copy_dir(steal_fd(&owned), sub, rel, depth + 1, st);
 }
 
 static int copy_entry(int src, int dst, const char *name, const char *rel, unsigned depth,
@@ -67,12 +114,8 @@ static int copy_entry(int src, int dst, const char *name, const char *rel, unsig
 {
     /* O_NONBLOCK: a FIFO must not hang us; O_NOFOLLOW: a symlink is not followed anywhere. */
     cleanup_fd int fd = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        st->res->skipped++;
-        return 0;
-    }
     struct stat sb;
-    if (fstat(fd, &sb) < 0) {
+    if (fd < 0 || fstat(fd, &sb) < 0) {
         st->res->skipped++;
         return 0;
     }
@@ -81,19 +124,10 @@ static int copy_entry(int src, int dst, const char *name, const char *rel, unsig
             st->res->truncated = true;
             return 0;
         }
-        if (mkdirat(dst, name, 0755) < 0 && errno != EEXIST)
-            return err_set(st->err, errno, "artifact directory %s", rel);
-        cleanup_fd int sub = openat(dst, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub < 0)
-            return err_set(st->err, errno, "artifact directory %s", rel);
-        return copy_dir(steal_fd(&fd), sub, rel, depth + 1, st);
+        return copy_subdir(steal_fd(&fd), dst, name, rel, depth, st);
     }
     if (!S_ISREG(sb.st_mode)) {
         st->res->skipped++;
-        return 0;
-    }
-    if (++st->count > ARTIFACTS_MAX_FILES || st->res->bytes >= st->limit) {
-        st->res->truncated = true;
         return 0;
     }
     return copy_regular(fd, dst, name, rel, (uint64_t)sb.st_size, st);
@@ -109,9 +143,13 @@ static int copy_dir(int src, int dst, const char *rel, unsigned depth, struct co
     }
     cleanup_dir DIR *dir = d;
     struct dirent *de;
-    while ((de = readdir(dir))) {
+    /* Stops at the first cap reached, so a directory of a million entries costs no more time
+     * than the caps allow. */
+    while (!st->full && (de = readdir(dir))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
+        if (!charge_entry(st))
+            break;
         char path[PATH_MAX];
         if ((size_t)snprintf(path, sizeof path, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name) >=
             sizeof path) {
@@ -128,7 +166,8 @@ int artifacts_copy(int src_dirfd, const char *dest_dir, uint64_t limit,
                    struct artifacts_result *out, err_t *err)
 {
     memset(out, 0, sizeof *out);
-    out->files = json_array();
+    if (!(out->files = json_array()))
+        return err_set(err, ENOMEM, "report artifacts");
     if (mkdir_p_at(AT_FDCWD, dest_dir, 0755, err) < 0)
         return err_wrap(err, "--artifacts %s", dest_dir);
     cleanup_fd int dst = open(dest_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -567,8 +567,11 @@ static void print_result(struct run *r, enum verdict v)
         fprintf(stdout, "{\"status\":\"XX\",\"message\":\"cannot encode result\"}\n");
         return;
     }
-    if (r->have_artifacts)
+    if (r->have_artifacts) {
         json_object_set_new(o, "artifacts_truncated", json_boolean(r->artifacts.truncated));
+        json_object_set_new(o, "artifacts_skipped_existing",
+                            json_integer((json_int_t)r->artifacts.existing));
+    }
     json_object_set_new(o, "oom_kills", json_integer((json_int_t)r->stats.oom_kills));
     json_dumpf(o, stdout, JSON_COMPACT);
     fputc('\n', stdout);
@@ -710,9 +713,14 @@ static void finish(struct run *r)
         }
         r->have_artifacts = true;
         if (r->artifacts.truncated)
-            set_message(r, "artifacts beyond the limits (%llu bytes, %d files, %d levels) were "
-                           "not copied", (unsigned long long)r->opt.artifacts_limit,
-                        ARTIFACTS_MAX_FILES, ARTIFACTS_MAX_DEPTH);
+            set_message(r,
+                        "artifacts beyond the limits (%llu bytes, counting %d for each entry "
+                        "plus a file's bytes; %d entries; %d levels) were not copied",
+                        (unsigned long long)r->opt.artifacts_limit, ARTIFACTS_ENTRY_COST,
+                        ARTIFACTS_MAX_ENTRIES, ARTIFACTS_MAX_DEPTH);
+        else if (r->artifacts.existing)
+            set_message(r, "%u artifacts not copied: the name already exists in --artifacts DIR",
+                        r->artifacts.existing);
     }
     if (jail_destroy(&r->jail, &err) < 0) {
         r->facts.internal_error = true;

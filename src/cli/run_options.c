@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/artifacts.h"
 #include "jail/jail.h"
 #include "util/parse.h"
 
@@ -68,8 +69,11 @@ void run_options_usage(FILE *out)
             "  --file HOST:SANDBOX  copy a host file in (repeatable; relative SANDBOX is under "
             "%s)\n"
             "  --ro-bind HOST:SANDBOX  bind a world-readable host path read-only (repeatable)\n"
-            "  --artifacts DIR      copy what the program writes to %s into DIR\n"
+            "  --artifacts DIR      copy what the program writes to %s into DIR; a name\n"
+            "                       that DIR already has is left as it is and not copied\n"
             "  --artifacts-limit SIZE  cap on the artifacts copied          (default %llu MiB)\n"
+            "                       each entry (file, directory, link, ...) costs %d bytes,\n"
+            "                       a file its bytes on top; at most %d entries, %d levels\n"
             "Other:\n"
             "  --root               run as sandbox root (uid 0, no capabilities) instead of %s\n"
             "  --cwd DIR            working directory (default the home directory)\n"
@@ -84,7 +88,8 @@ void run_options_usage(FILE *out)
             RUN_DEFAULT_MEMORY >> 20, RUN_DEFAULT_PIDS, RUN_DEFAULT_DISK >> 20,
             RUN_DEFAULT_OUTPUT_LIMIT >> 20, RUN_DEFAULT_NOFILE, JAIL_DEFAULT_PTYS,
             JAIL_DEFAULT_INOTIFY_INSTANCES, JAIL_DEFAULT_INOTIFY_WATCHES, JAIL_USER_HOME,
-            JAIL_OUTPUT_DIR, RUN_DEFAULT_ARTIFACTS_LIMIT >> 20, JAIL_USER_NAME);
+            JAIL_OUTPUT_DIR, RUN_DEFAULT_ARTIFACTS_LIMIT >> 20, ARTIFACTS_ENTRY_COST,
+            ARTIFACTS_MAX_ENTRIES, ARTIFACTS_MAX_DEPTH, JAIL_USER_NAME);
 }
 
 const char *run_lang_name(enum run_lang lang)

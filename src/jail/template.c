@@ -195,6 +195,27 @@ static int remove_tree_at(int parent, const char *name)
     return unlinkat(parent, name, AT_REMOVEDIR);
 }
 
+/* A build killed part-way (kill -9, a crash, a power cut) leaves its temporary tree behind, and
+ * nothing else would ever remove it; a later build could even be handed the same pid, so the
+ * same name. Every build of every version runs under the lock, so with the lock held any
+ * temporary tree is stale. Called with the lock held, before this build makes its own. */
+static int remove_stale_builds(const char *templates, err_t *err)
+{
+    int fd = open(templates, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, errno, "open %s", templates);
+    cleanup_dir DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return err_set(err, errno, "read %s", templates);
+    }
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strncmp(de->d_name, ".base-v", 7) == 0 && remove_tree_at(dirfd(d), de->d_name) < 0)
+            return err_set(err, errno, "remove the stale build %s/%s", templates, de->d_name);
+    return 0;
+}
+
 static int fill_paths(const char *dir, struct template_paths *out, err_t *err)
 {
     if (strlen(dir) > PATH_MAX - 128)
@@ -228,9 +249,12 @@ int template_prepare_base(const char *state_dir, struct template_paths *out, err
     if (stat(out->stage, &st) == 0)
         return 0; /* another process built it while we waited */
 
+    snprintf(tmp, sizeof tmp, "%s/templates", state_dir);
+    if (remove_stale_builds(tmp, err) < 0)
+        return err_wrap(err, "prepare template base");
     snprintf(tmp, sizeof tmp, "%s/templates/.base-v%d.%d", state_dir, TEMPLATE_BASE_VERSION,
              (int)getpid());
-    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+    if (mkdir(tmp, 0755) < 0)
         return err_set(err, errno, "mkdir %s", tmp);
     char rootfs[PATH_MAX + 16];
     snprintf(rootfs, sizeof rootfs, "%s/rootfs", tmp);

@@ -232,6 +232,47 @@ else
 fi
 is "$(host_mounts)" "$mounts_before" "the host's mount table is as before"
 
+# --- kill -9 while the template is built -------------------------------------------------------
+# With a fresh state directory, the first run builds the base template (a few hundred ms) in a
+# temporary tree that is renamed into place when complete. kill -9 in the middle leaves that tree
+# behind; the next build must remove it, whoever left it.
+chmod 755 "$scratch" # sandboxes must reach the templates of the state directories made under it
+ver=$(cd "$HUTCH_STATE_DIR/templates" && ls -d base-v* | head -n 1)
+st=$scratch/state-planted
+mkdir -p "$st/templates/.$ver.99999/rootfs/etc" "$st/templates/.base-v1.1"
+echo stale >"$st/templates/.$ver.99999/rootfs/etc/passwd"
+echo keep >"$st/templates/keep"
+is "$(ls -A "$st/templates" | words)" ".base-v1.1 .$ver.99999 keep" \
+    "template: control: stale build trees (this version's, with a file, and an older one's) are there before the build"
+out=$(HUTCH_STATE_DIR=$st hjson -- true); rc=$?
+is "$(jfield "$out" status)/$rc" "OK/0" "template: the next run builds the template and is OK"
+is "$(ls -A "$st/templates" | words)" ".lock $ver keep" \
+    "template: the stale trees are gone; the lock, the template and other names are kept"
+rm -rf "$st"
+
+hits=0 left=0 bad=0
+for i in $(seq 20); do
+    st=$scratch/state-kill$i
+    mkdir "$st"
+    HUTCH_STATE_DIR=$st "$HUTCH" run -- true >/dev/null 2>&1 &
+    hp=$!; bg_pids+=($hp)
+    # until the build has begun (bounded), then 0 to 29 ms more
+    for j in $(seq 300); do compgen -G "$st/templates/.base-v*" >/dev/null && break; sleep 0.01; done
+    sleep "0.0$(printf %02d $(((i * 7) % 30)))"
+    kill -9 $hp 2>/dev/null
+    wait $hp 2>/dev/null
+    compgen -G "$st/templates/.base-v*" >/dev/null && hits=$((hits + 1))
+    HUTCH_STATE_DIR=$st "$HUTCH" run -- true >/dev/null 2>>"$scratch/rebuild.err" || bad=$((bad + 1))
+    compgen -G "$st/templates/.base-*" >/dev/null && left=$((left + 1))
+    [ -d "$st/templates/$ver" ] || bad=$((bad + 1))
+    rm -rf "$st"
+done
+if [ "$hits" -ge 5 ]; then ok "template: control: $hits of 20 kills -9 mid-build left a temporary tree"
+else not_ok "template: control: $hits of 20 kills -9 mid-build left a temporary tree (want >= 5)"; fi
+is "$bad" 0 "template: after each kill the next run builds the template and exits 0"
+[ "$bad" -gt 0 ] && diag "$(head -n 5 "$scratch/rebuild.err")"
+is "$left" 0 "template: after each kill and one normal run, no .base-* tree is left"
+
 # --- 200 in a row -----------------------------------------------------------------------------
 
 fast=$ROOT/build/hutch

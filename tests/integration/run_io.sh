@@ -165,22 +165,55 @@ is "$(jfield "$out" status)/$rc/$(cat "$scratch/fifo/after" 2>&1)" "OK/0/x" "--a
 if [ $((t1 - t0)) -lt 5000 ]; then ok "--artifacts with a FIFO: done in $((t1 - t0)) ms"
 else not_ok "--artifacts with a FIFO: done in $((t1 - t0)) ms"; fi
 
+# Each entry costs 4096 bytes of the limit, a file its bytes on top: of 150K (153600), the first
+# file takes 4096 + 100000, the second 4096 + the 45408 bytes left, the third nothing.
 out=$(hjson --artifacts "$scratch/cap" --artifacts-limit 150K -- sh -c \
     'for i in 1 2 3; do head -c 100000 /dev/urandom > /output/f$i; done'); rc=$?
 copied=$(du -sb --apparent-size "$scratch/cap" | cut -f1); dirsize=$(stat -c %s "$scratch/cap")
 copied=$((copied - dirsize))
 is "$(jfield "$out" artifacts_truncated)/$rc" "true/0" "--artifacts-limit 150K with 300 kB: artifacts_truncated, still OK"
-is "$copied/$(jpy "$out" 'sum(a["size"] for a in o["artifacts"])')" "153600/153600" \
-    "--artifacts-limit: exactly the 153600-byte cap copied, and reported"
+is "$copied/$(jpy "$out" 'sum(a["size"] for a in o["artifacts"])')/$(find "$scratch/cap" -type f | wc -l)" \
+    "145408/145408/2" "--artifacts-limit: the 153600-byte cap is 2 entries of 4096 and 145408 bytes, copied and reported"
 like "$(jfield "$out" message)" "artifacts beyond the limits" "--artifacts-limit: the message says so"
 
-out=$(hjson --artifacts "$scratch/many" -- sh -c '
-    d=/output; for i in $(seq 20); do d=$d/d$i; done; mkdir -p $d; echo deep > $d/f
-    for i in $(seq 1005); do : > /output/n$i; done'); rc=$?
+out=$(hjson --artifacts "$scratch/many" -- sh -c 'for i in $(seq 1005); do : > /output/n$i; done'); rc=$?
 is "$(jfield "$out" status)/$(jfield "$out" artifacts_truncated)/$(jpy "$out" 'len(o["artifacts"])')" "OK/true/1000" \
-    "1005 files and 20 levels: 1000 files copied, artifacts_truncated"
-is "$(find "$scratch/many" -type f | wc -l)/$(find "$scratch/many" -name f | wc -l)" "1000/0" \
-    "1000 files on the host, nothing below depth 16"
+    "1005 files: 1000 copied, artifacts_truncated"
+is "$(find "$scratch/many" -type f | wc -l)" 1000 "1005 files: 1000 files on the host"
+out=$(hjson --artifacts "$scratch/deep" -- sh -c '
+    d=/output; for i in $(seq 20); do d=$d/d$i; [ $i = 16 ] && k=$d; done
+    mkdir -p $d; echo deep > $d/f; echo kept > $k/ok'); rc=$?
+is "$(jfield "$out" status)/$(jfield "$out" artifacts_truncated)/$(jpy "$out" '[a["path"] for a in o["artifacts"]]')" \
+    "OK/true/[\"d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/d13/d14/d15/d16/ok\"]" \
+    "20 levels: the file at depth 16 is copied, artifacts_truncated"
+is "$(find "$scratch/deep" -name f | wc -l)/$(find "$scratch/deep" -name d17 | wc -l)" "0/0" "20 levels: nothing below depth 16"
+
+# Every entry counts against both caps, not only files: empty directories cost the host inodes
+# and blocks (a review landed 547,571 of them, 2.1 GB). 3000 directories under a 1K limit: not
+# one fits its 4096 bytes; under 40K exactly 10 do (the control: directories do get copied).
+out=$(hjson --artifacts "$scratch/dirs1k" --artifacts-limit 1K -- sh -c 'cd /output && mkdir $(seq 3000)'); rc=$?
+is "$(jfield "$out" status)/$(jfield "$out" artifacts_truncated)/$(find "$scratch/dirs1k" -mindepth 1 | wc -l)" \
+    "OK/true/0" "3000 directories, --artifacts-limit 1K: none lands, artifacts_truncated"
+out=$(hjson --artifacts "$scratch/dirs40k" --artifacts-limit 40K -- sh -c 'cd /output && mkdir $(seq 3000)'); rc=$?
+is "$(jfield "$out" artifacts_truncated)/$(find "$scratch/dirs40k" -mindepth 1 -type d | wc -l)" "true/10" \
+    "3000 directories, --artifacts-limit 40K: exactly 10 land (4096 bytes each)"
+t0=$(now_ms)
+out=$(hjson --artifacts "$scratch/dirs20k" -- sh -c 'cd /output && seq 20000 | xargs mkdir && mkdir -p 1/a/b/c'); rc=$?
+t1=$(now_ms)
+is "$(jfield "$out" status)/$(jfield "$out" artifacts_truncated)/$(find "$scratch/dirs20k" -mindepth 1 | wc -l)" \
+    "OK/true/1000" "20,000 empty directories, default limits: 1000 entries land, artifacts_truncated"
+if [ $((t1 - t0)) -lt 10000 ]; then ok "20,000 empty directories: the run took $((t1 - t0)) ms"
+else not_ok "20,000 empty directories: the run took $((t1 - t0)) ms"; fi
+# Entries that are never copied count too: 1001 links and FIFOs reach the cap; 999 and a file
+# do not (the control: the count is of entries, exactly).
+out=$(hjson --artifacts "$scratch/links" -- sh -c 'cd /output && for i in $(seq 501); do ln -s /etc/passwd l$i; done
+    mkfifo $(seq 500)'); rc=$?
+is "$(jfield "$out" artifacts_truncated)/$(find "$scratch/links" -mindepth 1 | wc -l)" "true/0" \
+    "1001 links and FIFOs: they count, artifacts_truncated, nothing lands"
+out=$(hjson --artifacts "$scratch/links2" -- sh -c 'cd /output && for i in $(seq 500); do ln -s /etc/passwd l$i; done
+    mkfifo $(seq 499); echo x > file'); rc=$?
+is "$(jfield "$out" artifacts_truncated)/$(find "$scratch/links2" -mindepth 1 | words)" "false/$scratch/links2/file" \
+    "999 links and FIFOs and a file: 1000 entries, the file lands, not truncated"
 
 out=$(hjson --artifacts "$scratch/names" -- sh -c 'echo x > "/output/$(printf "bad\377name")"; echo y > "/output/new
 line"'); rc=$?
@@ -189,15 +222,48 @@ is "$(jpy "$out" 'sorted(a["path"] for a in o["artifacts"])')" '["bad\ufffdname"
 is "$(find "$scratch/names" -type f -printf . | wc -c)" 2 "both odd names copied"
 
 # The host's artifact directory holds a symlink where the sandbox writes a file or a directory:
-# hutch must not write through it.
+# hutch must not write through it, nor create the target of a dangling one.
 mkdir -p "$scratch/trap" "$scratch/victim-dir"
 echo victim >"$scratch/victim"
 ln -s "$scratch/victim" "$scratch/trap/a.txt"
 ln -s "$scratch/victim-dir" "$scratch/trap/sub"
-out=$(hjson --artifacts "$scratch/trap" -- sh -c 'echo evil > /output/a.txt; mkdir /output/sub; echo evil > /output/sub/x'); rc=$?
-is "$(cat "$scratch/victim")/$(ls "$scratch/victim-dir" | wc -l)" "victim/0" \
-    "a symlink planted in the host's artifact directory is not written through"
-is "$(jfield "$out" status)/$rc" "XX/2" "... and the run says it could not copy (XX)"
+ln -s "$scratch/dangling-target" "$scratch/trap/dangling"
+out=$(hjson --artifacts "$scratch/trap" -- sh -c 'echo evil > /output/a.txt; mkdir /output/sub; echo evil > /output/sub/x
+    echo evil > /output/dangling; echo fine > /output/fine'); rc=$?
+is "$(cat "$scratch/victim")/$(ls "$scratch/victim-dir" | wc -l)/$(ls "$scratch/dangling-target" 2>&1 | grep -c 'No such')" "victim/0/1" \
+    "a symlink planted in the host's artifact directory is not written through, a dangling one not created"
+is "$(find "$scratch/trap" -type l | wc -l)/$(readlink "$scratch/trap/a.txt")" "3/$scratch/victim" "... the planted links are left as they were"
+is "$(jfield "$out" status)/$rc/$(jfield "$out" artifacts_skipped_existing)/$(cat "$scratch/trap/fine")" "OK/0/3/fine" \
+    "... the run is OK, says 3 were skipped as existing, and a new file next to them arrives"
+like "$(jfield "$out" message)" "^3 artifacts not copied: the name already exists" "... and the message says so"
+
+# --artifacts . in a repository: the caller's files are never replaced or modified, whatever the
+# sandbox writes under their names; they keep their content, mode and inode. An existing real
+# directory is merged into, with new names only.
+repo=$scratch/repo
+mkdir -p "$repo/.git/hooks"
+printf '#!/bin/sh\necho build\n' >"$repo/build.sh"
+printf '#!/bin/sh\nexit 0\n' >"$repo/.git/hooks/pre-commit"
+chmod 755 "$repo/build.sh" "$repo/.git/hooks/pre-commit"
+repo_state() { (cd "$repo" && stat -c '%n %i %a %s %Y' build.sh .git/hooks/pre-commit && sha256sum build.sh .git/hooks/pre-commit); }
+before=$(repo_state)
+out=$(hjson --artifacts "$repo" -- sh -c 'cd /output
+    printf "#!/bin/sh\necho pwned\n" > build.sh; chmod 755 build.sh
+    mkdir -p .git/hooks && echo pwned > .git/hooks/pre-commit && echo hook > .git/hooks/new-hook
+    chmod 4755 .git/hooks/new-hook; echo new > new.sh; chmod 755 new.sh'); rc=$?
+is "$(repo_state)" "$before" "--artifacts into a repository: build.sh and a git hook keep content, mode and inode"
+is "$(jfield "$out" status)/$rc/$(jfield "$out" artifacts_skipped_existing)" "OK/0/2" "... the run is OK and says 2 were not copied"
+is "$(stat -c '%a %s' "$repo/new.sh" "$repo/.git/hooks/new-hook" 2>&1 | words)" "644 4 644 5" \
+    "... control: new names arrive, in the existing directory too, mode 0644 (not executable, not set-id)"
+is "$(jpy "$out" 'sorted(a["path"] for a in o["artifacts"])')" '[".git/hooks/new-hook", "new.sh"]' "... and only those are reported"
+# A host file where the sandbox has a directory, and a host directory where it has a file.
+mkdir -p "$scratch/mixed/docs"
+echo data >"$scratch/mixed/data"
+mixed_state() { (cd "$scratch/mixed" && stat -c '%n %i %a %s %Y' data docs && cat data && ls -A docs); }
+before=$(mixed_state)
+out=$(hjson --artifacts "$scratch/mixed" -- sh -c 'cd /output; mkdir data && echo pwned > data/x; echo pwned > docs'); rc=$?
+is "$(mixed_state)/$(jfield "$out" status)/$(jfield "$out" artifacts_skipped_existing)" "$before/OK/2" \
+    "a file where the sandbox has a directory, a directory where it has a file: both left alone, 2 not copied"
 
 # --- 20 at once ---------------------------------------------------------------------------
 
