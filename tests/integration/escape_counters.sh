@@ -102,6 +102,15 @@ for kind in tcp udp; do
         diag "$out"
     fi
 done
+# Unix socket buffers are charged to the memory cgroup itself: the sandbox meets its limit.
+out=$("$HUTCH" run --json --nofile 8192 --memory 32M "--file=$C:/tmp/counters" -- /tmp/counters take unix 1048576)
+bytes=$(jpy "$out" 'o["stdout"].split()[1] if o["stdout"] else 0')
+if [ "$(jfield "$out" status)" = ML ] || [ "${bytes:-0}" -le $((96 << 20)) ]; then
+    ok "unix: --memory 32M bounds unix socket buffers ($(jfield "$out" status), $((${bytes:-0} >> 20)) MiB reported)"
+else
+    not_ok "unix: --memory 32M bounds unix socket buffers"
+    diag "$out"
+fi
 out=$("$HUTCH" run --memory 512M "--file=$C:/tmp/counters" -- /tmp/counters take tcp 131072 2>&1)
 bytes=$(sed -n "s/^tcp \([0-9]*\) .*/\1/p" <<<"$out")
 if [ -n "$bytes" ] && [ "$bytes" -ge $((100 << 20)) ]; then

@@ -9,7 +9,8 @@
  *
  * KIND: inotify (instances), watch (inotify watches, on files it makes in the cwd), sigqueue
  * (queued real-time signals), timer (POSIX timers, each holds a queued signal), pty (opened
- * /dev/ptmx), tcp and udp (bytes of socket buffers queued on loopback: MAX is in KiB there).
+ * /dev/ptmx), tcp and udp (bytes of socket buffers queued on loopback: MAX is in KiB there),
+ * unix (bytes queued in unix stream socket pairs, MAX in KiB).
  * Exit status 0, 2 for bad usage.
  */
 #include <errno.h>
@@ -134,13 +135,30 @@ static long long fill_pair(int type)
     return meminfo(rx, SK_MEMINFO_RMEM_ALLOC) + meminfo(tx, SK_MEMINFO_WMEM_QUEUED);
 }
 
+/* A unix stream pair filled until a send would block; returns the bytes written. */
+static long long fill_unix_pair(void)
+{
+    static char buf[65536];
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+        return -1;
+    long long total = 0;
+    for (;;) {
+        ssize_t n = send(sv[0], buf, sizeof buf, MSG_DONTWAIT);
+        if (n <= 0)
+            return total;
+        total += n;
+    }
+}
+
 static int sockets(const char *kind, long long max_kib, int hold)
 {
     int type = strcmp(kind, "tcp") == 0 ? SOCK_STREAM : SOCK_DGRAM;
+    int unix_kind = strcmp(kind, "unix") == 0;
     long long total = 0;
     int pairs = 0, err = 0, empty = 0;
     while (total < max_kib * 1024 && empty < 3) {
-        long long got = fill_pair(type);
+        long long got = unix_kind ? fill_unix_pair() : fill_pair(type);
         if (got < 0) {
             err = errno;
             break;
@@ -184,7 +202,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "take") == 0) {
         long long max = argc > 3 && strcmp(argv[3], "hold") != 0 ? atoll(argv[3]) : 1000000;
         int hold = strcmp(argv[argc - 1], "hold") == 0;
-        if (strcmp(kind, "tcp") == 0 || strcmp(kind, "udp") == 0)
+        if (strcmp(kind, "tcp") == 0 || strcmp(kind, "udp") == 0 || strcmp(kind, "unix") == 0)
             return sockets(kind, max, hold);
         for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
             if (strcmp(kind, kinds[k].name) != 0)
