@@ -8,6 +8,8 @@ require_probes counters
 use_scratch counters
 
 C=$PROBES/counters
+host_limits() { for f in /proc/sys/user/max_*; do echo "${f##*/}=$(cat "$f")"; done; }
+host_before=$(host_limits)
 # hold KIND ARGS...: a sandbox that takes all it can of KIND and holds it; its output in
 # $scratch/KIND.out, its pid appended to bg_pids. Waits (10 s) until it holds.
 hold() {
@@ -119,5 +121,7 @@ else
     not_ok "tcp: control: with --memory 512M the probe queues what it asks for"
     diag "$out"
 fi
+
+is "$(host_limits)" "$host_before" "the host's own /proc/sys/user limits are unchanged"
 
 done_testing
