@@ -445,7 +445,8 @@ static void check_limits(struct run *r, uint64_t deadline_ns)
     }
     uint64_t cpu_ns;
     err_t ignored;
-    if (cgroup_read_cpu_ns(r->jail.cgroup, &cpu_ns, &ignored) == 0 &&
+    /* cpu_time_ms is at most a year (run_options.h): in ns it cannot wrap */
+    if (cgroup_read_cpu_ns(r->jail.cgroup, &cpu_ns, &ignored) == 0 && cpu_ns >= r->cpu_base_ns &&
         cpu_ns - r->cpu_base_ns >= r->opt.cpu_time_ms * 1000000ull) {
         r->facts.cpu_timeout = true;
         set_message(r, "CPU time limit of %.3f s reached", r->opt.cpu_time_ms / 1000.0);
@@ -455,6 +456,7 @@ static void check_limits(struct run *r, uint64_t deadline_ns)
 
 static void supervise(struct run *r)
 {
+    /* timeout_ms is at most a year (run_options.h): the deadline in ns cannot wrap */
     uint64_t deadline = r->jail.start_ns + r->opt.timeout_ms * 1000000ull;
     for (;;) {
         bool streams_open = r->out.fd >= 0 || r->err.fd >= 0 || r->out.pending_len ||
