@@ -17,12 +17,12 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cli/artifacts.h"
 #include "cli/paths.h"
 #include "cli/run_options.h"
+#include "cli/stdin_pump.h"
 #include "cli/verdict.h"
 #include "jail/control.h"
 #include "jail/jail.h"
@@ -49,22 +49,13 @@ struct stream {
     bool truncated;
 };
 
-/* stdin of the program: a host fd given as is, or a pipe that we feed (ttys and sockets are
- * never handed to the sandbox: a tty would allow TIOCSTI-style injection into the host). */
-struct stdin_pump {
-    int src;    /* our stdin, -1 when done */
-    int pipe_w; /* -1 when closed */
-    char buf[65536];
-    size_t len, off;
-};
-
 struct run {
     struct run_options opt;
     struct jail jail;
     struct uid_range uids;
     struct stream out, err;
     struct stdin_pump pump;
-    int child_stdin;
+    bool stdin_consumed; /* --lang read the code from it */
     int code_fd;
     struct jail_file files[RUN_MAX_ITEMS + 1];
     struct jail_mount mounts[RUN_MAX_ITEMS];
@@ -192,8 +183,7 @@ static int prepare_code(struct run *r, err_t *err)
             close(fd);
         if (rc < 0)
             return err_set(err, saved, "read code from %s", from_stdin ? "stdin" : r->opt.code_file);
-        if (from_stdin)
-            r->child_stdin = -2; /* consumed: the program gets /dev/null */
+        r->stdin_consumed = from_stdin; /* the program gets /dev/null */
     }
     r->code_fd = memfd_create("hutch-code", MFD_CLOEXEC);
     int rc = r->code_fd < 0 ? -1 : fd_write_all(r->code_fd, code, len);
@@ -240,29 +230,6 @@ static int open_files(struct run *r, err_t *err)
         r->files[r->n_files++] = (struct jail_file){
             .host_fd = fd, .sandbox_path = f->sandbox_path, .mode = st.st_mode & 0755};
     }
-    return 0;
-}
-
-static int prepare_stdin(struct run *r, err_t *err)
-{
-    r->pump.src = r->pump.pipe_w = -1;
-    struct stat st;
-    if (r->child_stdin == -2 || fstat(0, &st) < 0) {
-        r->child_stdin = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        return r->child_stdin < 0 ? err_set(err, errno, "open /dev/null") : 0;
-    }
-    bool dev_null = S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
-    if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || dev_null) {
-        r->child_stdin = 0;
-        return 0;
-    }
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return err_set(err, errno, "stdin pipe");
-    fcntl(p[1], F_SETFL, O_NONBLOCK);
-    r->child_stdin = p[0];
-    r->pump.pipe_w = p[1];
-    r->pump.src = 0;
     return 0;
 }
 
@@ -384,30 +351,6 @@ static void stream_drain(struct run *r, struct stream *s)
     }
 }
 
-static void pump_stdin(struct stdin_pump *p, short src_events, short dst_events)
-{
-    if (p->len == p->off && p->src >= 0 && (src_events & (POLLIN | POLLHUP | POLLERR))) {
-        ssize_t n = read(p->src, p->buf, sizeof p->buf);
-        if (n > 0) {
-            p->len = (size_t)n;
-            p->off = 0;
-        } else if (n == 0 || errno != EINTR) {
-            p->src = -1;
-        }
-    }
-    if (p->len > p->off && p->pipe_w >= 0 && (dst_events & (POLLOUT | POLLERR))) {
-        ssize_t n = write(p->pipe_w, p->buf + p->off, p->len - p->off);
-        if (n > 0)
-            p->off += (size_t)n;
-        else if (n < 0 && errno != EAGAIN && errno != EINTR)
-            p->src = -1, p->len = p->off = 0; /* the program closed its stdin */
-    }
-    if (p->src < 0 && p->len == p->off && p->pipe_w >= 0) {
-        close(p->pipe_w);
-        p->pipe_w = -1;
-    }
-}
-
 static void handle_control(struct run *r)
 {
     struct control_msg msg;
@@ -479,10 +422,7 @@ static void supervise(struct run *r)
                                    .events = POLLIN};
         p[P_PID] = (struct pollfd){.fd = r->init_exited ? -1 : r->jail.pidfd, .events = POLLIN};
         p[P_SIG] = (struct pollfd){.fd = r->sigfd, .events = POLLIN};
-        bool want_in = r->pump.src >= 0 && r->pump.len == r->pump.off;
-        bool want_out = r->pump.pipe_w >= 0 && r->pump.len > r->pump.off;
-        p[P_IN] = (struct pollfd){.fd = want_in ? r->pump.src : -1, .events = POLLIN};
-        p[P_PIPE] = (struct pollfd){.fd = want_out ? r->pump.pipe_w : -1, .events = POLLOUT};
+        stdin_pump_events(&r->pump, &p[P_IN], &p[P_PIPE]);
         int rc = poll(p, 9, TICK_MS);
         if (rc < 0 && errno != EINTR) {
             r->facts.internal_error = true;
@@ -502,7 +442,7 @@ static void supervise(struct run *r)
             if (p[P_FWD_ERR].revents)
                 stream_forward(&r->err);
             if (p[P_IN].revents || p[P_PIPE].revents)
-                pump_stdin(&r->pump, p[P_IN].revents, p[P_PIPE].revents);
+                stdin_pump_run(&r->pump, p[P_IN].revents, p[P_PIPE].revents);
             if (p[P_SIG].revents) {
                 struct signalfd_siginfo si;
                 if (read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si && !r->killed) {
@@ -617,7 +557,7 @@ static int start(struct run *r, err_t *err)
     /* The child reads --cwd after proctitle_set has wiped the argv area it points into. */
     if (r->opt.cwd && !(r->cwd = strdup(r->opt.cwd)))
         return err_set(err, ENOMEM, "copy --cwd");
-    if (open_files(r, err) < 0 || prepare_stdin(r, err) < 0)
+    if (open_files(r, err) < 0 || stdin_pump_open(&r->pump, 0, r->stdin_consumed, err) < 0)
         return -1;
     build_env(r);
     for (size_t i = 0; i < r->opt.n_binds; i++)
@@ -658,7 +598,7 @@ static int start(struct run *r, err_t *err)
         .argv = (const char *const *)r->argv_buf,
         .envp = (const char *const *)r->envp_buf,
         .cwd = r->cwd,
-        .stdin_fd = r->child_stdin,
+        .stdin_fd = r->pump.child_fd,
         .stdout_fd = out_w,
         .stderr_fd = err_w,
         .files = r->files,
@@ -673,10 +613,7 @@ static int start(struct run *r, err_t *err)
     /* Our copies of the write ends go now, or the streams would never reach EOF. */
     close(out_w);
     close(err_w);
-    if (r->child_stdin > 0) {
-        close(r->child_stdin);
-        r->child_stdin = -1;
-    }
+    stdin_pump_started(&r->pump);
     if (rc < 0)
         return -1;
     err_t ignored;
@@ -735,8 +672,8 @@ static void release(struct run *r)
             close(r->file_fds[i]);
     if (r->code_fd >= 0)
         close(r->code_fd);
-    if (r->pump.pipe_w >= 0)
-        close(r->pump.pipe_w);
+    /* The program is gone: hutch's stdin is settled to what it read. */
+    stdin_pump_close(&r->pump);
     if (r->sigfd >= 0)
         close(r->sigfd);
     for (size_t i = 0; i < sizeof r->argv_buf / sizeof r->argv_buf[0]; i++)
@@ -750,6 +687,15 @@ static void release(struct run *r)
     run_options_free(&r->opt);
 }
 
+/* hutch's own 0, 1 and 2 must be open: else a pipe made for the sandbox could take one of
+ * those numbers, and the program's output be forwarded into hutch's own pipe. */
+static void ensure_stdio_open(void)
+{
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+            open("/dev/null", (fd == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
+}
+
 int run_main(int argc, char **argv)
 {
     err_t err = {0};
@@ -758,9 +704,10 @@ int run_main(int argc, char **argv)
         fprintf(stderr, "hutch run: out of memory\n");
         return 2;
     }
+    ensure_stdio_open();
     r->code_fd = r->sigfd = r->out.fd = r->err.fd = -1;
     r->uids.lock_fd = -1;
-    r->pump.src = r->pump.pipe_w = -1;
+    r->pump.child_fd = r->pump.pipe_w = r->pump.pipe_r = r->pump.null_fd = -1;
     memset(r->file_fds, -1, sizeof r->file_fds);
     r->jail.pidfd = r->jail.control_fd = r->jail.output_dirfd = r->jail.keeper_fd = -1;
     if (run_options_parse(argc, argv, &r->opt, &err) < 0) {
