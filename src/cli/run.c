@@ -61,8 +61,9 @@ struct run {
     struct jail_mount mounts[RUN_MAX_ITEMS];
     int file_fds[RUN_MAX_ITEMS];
     size_t n_files;
-    char *argv_buf[RUN_MAX_ITEMS + 8];
-    bool argv_owned[RUN_MAX_ITEMS + 8];
+    char **argv_buf; /* the payload's argv, sized for the command line: nothing is cut */
+    bool *argv_owned;
+    size_t argv_cap;
     char *cwd; /* --cwd, copied out of the argv area like the command line */
     char *envp_buf[RUN_MAX_ITEMS + 16];
     int sigfd;
@@ -195,7 +196,7 @@ static int prepare_code(struct run *r, err_t *err)
     size_t n = 0;
     r->argv_buf[n++] = (char *)interp[r->opt.lang];
     r->argv_buf[n++] = (char *)path[r->opt.lang];
-    for (int i = 0; i < r->opt.argc && n < RUN_MAX_ITEMS; i++)
+    for (int i = 0; i < r->opt.argc; i++)
         r->argv_buf[n++] = r->opt.argv[i];
     r->argv_buf[n] = NULL;
     return 0;
@@ -543,14 +544,18 @@ static int start(struct run *r, err_t *err)
                                    "range for each sandbox; see hutch doctor)");
     if (setup_signals(r, err) < 0)
         return -1;
+    /* --lang's interpreter and code path, the arguments, NULL */
+    r->argv_cap = (size_t)r->opt.argc + 3;
+    r->argv_buf = calloc(r->argv_cap, sizeof *r->argv_buf);
+    r->argv_owned = calloc(r->argv_cap, sizeof *r->argv_owned);
+    if (!r->argv_buf || !r->argv_owned)
+        return err_set(err, ENOMEM, "the command line");
     if (r->opt.lang != RUN_LANG_NONE) {
         if (prepare_code(r, err) < 0)
             return -1;
     } else {
-        size_t n = 0;
-        for (int i = 0; i < r->opt.argc && n < RUN_MAX_ITEMS + 7; i++)
-            r->argv_buf[n++] = r->opt.argv[i];
-        r->argv_buf[n] = NULL;
+        for (int i = 0; i < r->opt.argc; i++)
+            r->argv_buf[i] = r->opt.argv[i];
     }
     if (copy_argv(r) < 0)
         return err_set(err, ENOMEM, "copy the command line");
@@ -676,9 +681,11 @@ static void release(struct run *r)
     stdin_pump_close(&r->pump);
     if (r->sigfd >= 0)
         close(r->sigfd);
-    for (size_t i = 0; i < sizeof r->argv_buf / sizeof r->argv_buf[0]; i++)
-        if (r->argv_owned[i])
+    for (size_t i = 0; i < r->argv_cap; i++)
+        if (r->argv_owned && r->argv_owned[i])
             free(r->argv_buf[i]);
+    free(r->argv_buf);
+    free(r->argv_owned);
     free(r->cwd);
     free(r->out.buf);
     free(r->err.buf);

@@ -37,4 +37,19 @@ is "$(jfield "$out" status)/$rc" "OK/0" "control: a 10-second --timeout allows a
 out=$(hjson --timeout 0.3 -- sleep 5); rc=$?
 is "$(jfield "$out" status)/$rc" "TO/1" "control: a 0.3 s --timeout stops a 5 s sleep"
 
+# --- the command line arrives whole -----------------------------------------------------------
+
+count_args='import sys; print(len(sys.argv) - 1, sys.argv[-1])'
+out=$(hjson -- python3 -c "$count_args" $(seq 500)); rc=$?
+is "$(jfield "$out" stdout)/$rc" "500 500/0" "500 arguments arrive, all of them"
+out=$(hjson --lang python --code "$count_args" -- $(seq 500)); rc=$?
+is "$(jfield "$out" stdout)/$rc" "500 500/0" "500 arguments after --lang python arrive too"
+out=$(hjson -- python3 -c "$count_args" $(seq 10000)); rc=$?
+is "$(jfield "$out" stdout)/$rc" "10000 10000/0" "10000 arguments arrive"
+out=$(hjson --lang bash --code 'echo $#' -- a b); rc=$?
+is "$(jfield "$out" stdout)/$rc" "2/0" "control: 2 arguments are 2"
+big=$(head -c 102400 /dev/zero | tr '\0' a)
+out=$(hjson --env "A=$big" -- sh -c 'echo ${#A}'); rc=$?
+is "$(jfield "$out" stdout)/$rc" "102400/0" "an --env value of 100 KiB arrives whole"
+
 done_testing
