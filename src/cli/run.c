@@ -37,15 +37,14 @@
 #define DRAIN_GRACE_MS 1000
 
 struct stream {
-    int fd;          /* read end, -1 once at EOF */
-    int forward_fd;  /* where the bytes go live (-1 in JSON mode) */
+    int fd;         /* read end, -1 once at EOF */
+    int forward_fd; /* plain mode: where the bytes go live; -1 in JSON mode or once it failed */
     /* Bytes read but not yet forwarded: we read again only when it is empty, so a slow reader
      * of ours slows the program down (its pipe fills) instead of blocking the supervisor. */
     char pending[65536];
     size_t pending_len, pending_off;
-    char *buf;       /* JSON mode: what was kept */
-    size_t len;
-    uint64_t total;  /* bytes seen */
+    struct utf8_json_text json; /* JSON mode: what was kept, already as it goes into the JSON */
+    uint64_t total;             /* bytes seen */
     bool truncated;
 };
 
@@ -234,15 +233,22 @@ static int open_files(struct run *r, err_t *err)
     return 0;
 }
 
-static int make_stream(struct stream *s, int *child_end, int forward_fd, err_t *err)
+static int make_stream(struct run *r, struct stream *s, int *child_end, int forward_fd, err_t *err)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return err_set(err, errno, "output pipe");
     fcntl(p[0], F_SETFL, O_NONBLOCK);
     s->fd = p[0];
-    s->forward_fd = forward_fd;
     *child_end = p[1];
+    if (r->opt.json) {
+        s->forward_fd = -1;
+        /* On a terminal the JSON is ASCII: C1 controls (U+009B is CSI to some terminals) go
+         * out escaped. The limit counts the bytes as they will be written either way. */
+        s->json = (struct utf8_json_text){.limit = r->opt.output_limit, .ascii = isatty(1)};
+    } else {
+        s->forward_fd = forward_fd;
+    }
     return 0;
 }
 
@@ -255,22 +261,45 @@ static void kill_sandbox(struct run *r)
     r->killed = true;
 }
 
-/* Counts n new bytes of s against the output limit; returns how many of them to keep. */
-static size_t stream_account(struct run *r, struct stream *s, size_t n)
+/* The output limit is reached on s: the rest is cut, and the program stopped. */
+static void stream_cut(struct run *r, struct stream *s)
 {
-    uint64_t room = s->total >= r->opt.output_limit ? 0 : r->opt.output_limit - s->total;
-    size_t keep = (uint64_t)n > room ? (size_t)room : n;
-    s->total += n;
-    if (keep < n && !s->truncated) {
-        s->truncated = true;
-        if (!r->killed) {
-            r->facts.output_exceeded = true;
-            set_message(r, "output beyond the limit of %llu bytes",
-                        (unsigned long long)r->opt.output_limit);
+    if (s->truncated)
+        return;
+    s->truncated = true;
+    if (!r->killed) {
+        r->facts.output_exceeded = true;
+        set_message(r, "output beyond the limit of %llu bytes%s",
+                    (unsigned long long)r->opt.output_limit,
+                    r->opt.json ? " (as written in the JSON)" : "");
+        kill_sandbox(r);
+    }
+}
+
+/* Keeps n new bytes of s (final: s is at its end). The limit counts what hutch will write: in
+ * JSON mode the text as encoded (escapes and U+FFFD included), else the program's bytes. */
+static void stream_keep(struct run *r, struct stream *s, const char *buf, size_t n, bool final)
+{
+    if (r->opt.json) {
+        if (utf8_json_append(&s->json, buf, n, final) < 0 && !r->killed) {
+            r->facts.internal_error = true;
+            set_message(r, "keep the output: %s", strerror(errno));
             kill_sandbox(r);
         }
+        if (s->json.full)
+            stream_cut(r, s);
+        return;
     }
-    return keep;
+    uint64_t before = s->total - n;
+    uint64_t room = before >= r->opt.output_limit ? 0 : r->opt.output_limit - before;
+    size_t keep = (uint64_t)n > room ? (size_t)room : n;
+    if (keep < n)
+        stream_cut(r, s);
+    if (s->forward_fd < 0 || keep == 0)
+        return;
+    memcpy(s->pending, buf, keep);
+    s->pending_len = keep;
+    s->pending_off = 0;
 }
 
 static void stream_read(struct run *r, struct stream *s)
@@ -285,25 +314,13 @@ static void stream_read(struct run *r, struct stream *s)
         if (n < 0 && errno == EAGAIN)
             return;
         if (n <= 0) {
+            stream_keep(r, s, NULL, 0, true); /* a sequence cut at the end */
             close(s->fd);
             s->fd = -1;
             return;
         }
-        size_t keep = stream_account(r, s, (size_t)n);
-        if (keep == 0)
-            continue;
-        if (s->forward_fd >= 0) {
-            memcpy(s->pending, buf, keep);
-            s->pending_len = keep;
-            s->pending_off = 0;
-        } else {
-            char *nb = realloc(s->buf, s->len + keep);
-            if (!nb)
-                continue;
-            s->buf = nb;
-            memcpy(s->buf + s->len, buf, keep);
-            s->len += keep;
-        }
+        s->total += (uint64_t)n;
+        stream_keep(r, s, buf, (size_t)n, false);
     }
 }
 
@@ -471,12 +488,14 @@ static void supervise(struct run *r)
     stream_drain(r, &r->err);
 }
 
-static json_t *json_text(const struct stream *s)
+/* The kept text into a JSON string (valid UTF-8 already). jansson copies it, so ours goes at
+ * once: a stream is held twice only for the moment of the copy. NULL when out of memory. */
+static json_t *json_text(struct stream *s)
 {
-    size_t len;
-    char *clean = utf8_sanitize(s->buf ? s->buf : "", s->len, &len);
-    json_t *j = clean ? json_stringn(clean, len) : json_string("");
-    free(clean);
+    json_t *j = json_stringn_nocheck(s->json.text ? s->json.text : "", s->json.len);
+    free(s->json.text);
+    s->json.text = NULL;
+    s->json.len = s->json.cap = 0;
     return j;
 }
 
@@ -495,8 +514,10 @@ static void print_result(struct run *r, enum verdict v)
         return;
     }
     bool exited = r->facts.payload_ended && r->facts.signal == 0;
+    size_t message_len;
+    char *message = utf8_sanitize(r->message, strlen(r->message), &message_len);
     json_t *o = json_pack(
-        "{s:s, s:o, s:o, s:I, s:I, s:I, s:o, s:o, s:b, s:b, s:o, s:s}", "status",
+        "{s:s, s:o, s:o, s:I, s:I, s:I, s:o, s:o, s:b, s:b, s:o, s:s%}", "status",
         verdict_code(v), "exit_code",
         exited ? json_integer(r->facts.exit_code) : json_null(), "signal",
         r->facts.signal ? json_integer(r->facts.signal) : json_null(), "wall_ms",
@@ -505,15 +526,26 @@ static void print_result(struct run *r, enum verdict v)
         json_text(&r->err), "stdout_truncated", r->out.truncated, "stderr_truncated",
         r->err.truncated, "artifacts",
         r->have_artifacts ? json_incref(r->artifacts.files) : json_array(), "message",
-        r->message);
+        message ? message : "", message ? message_len : 0);
+    free(message);
     if (!o) {
-        fprintf(stdout, "{\"status\":\"XX\",\"message\":\"cannot encode result\"}\n");
+        /* Only out of memory gets here: every string is valid UTF-8 by now. What needs no
+         * allocation still goes out, so that the status agrees with hutch's exit status. */
+        char code[16] = "null", sig[16] = "null";
+        if (exited)
+            snprintf(code, sizeof code, "%d", r->facts.exit_code);
+        if (r->facts.signal)
+            snprintf(sig, sizeof sig, "%d", r->facts.signal);
+        printf("{\"status\":\"%s\",\"exit_code\":%s,\"signal\":%s,\"message\":\"cannot encode "
+               "the result: out of memory\"}\n",
+               verdict_code(v), code, sig);
+        fflush(stdout);
         return;
     }
     if (r->have_artifacts)
         json_object_set_new(o, "artifacts_truncated", json_boolean(r->artifacts.truncated));
     json_object_set_new(o, "oom_kills", json_integer((json_int_t)r->stats.oom_kills));
-    json_dumpf(o, stdout, JSON_COMPACT);
+    json_dumpf(o, stdout, JSON_COMPACT | (isatty(1) ? JSON_ENSURE_ASCII : 0));
     fputc('\n', stdout);
     fflush(stdout);
     json_decref(o);
@@ -579,8 +611,8 @@ static int start(struct run *r, err_t *err)
         return -1;
 
     int out_w = -1, err_w = -1;
-    if (make_stream(&r->out, &out_w, r->opt.json ? -1 : 1, err) < 0 ||
-        make_stream(&r->err, &err_w, r->opt.json ? -1 : 2, err) < 0) {
+    if (make_stream(r, &r->out, &out_w, 1, err) < 0 ||
+        make_stream(r, &r->err, &err_w, 2, err) < 0) {
         if (out_w >= 0)
             close(out_w);
         return -1;
@@ -687,8 +719,8 @@ static void release(struct run *r)
     free(r->argv_buf);
     free(r->argv_owned);
     free(r->cwd);
-    free(r->out.buf);
-    free(r->err.buf);
+    free(r->out.json.text);
+    free(r->err.json.text);
     if (r->have_artifacts)
         json_decref(r->artifacts.files);
     run_options_free(&r->opt);
