@@ -36,9 +36,18 @@
 #define TICK_MS        100
 #define DRAIN_GRACE_MS 1000
 
+/* Whether the last byte written to a place ended a line: hutch's own line must start one. */
+struct line_state {
+    bool at_start;
+};
+
 struct stream {
     int fd;         /* read end, -1 once at EOF */
     int forward_fd; /* plain mode: where the bytes go live; -1 in JSON mode or once it failed */
+    bool render;    /* forward_fd is a terminal: the bytes go through utf8_render */
+    struct utf8_decoder dec;
+    struct line_state *line; /* where forward_fd's bytes land (shared by stdout and stderr
+                                when they land in the same place) */
     /* Bytes read but not yet forwarded: we read again only when it is empty, so a slow reader
      * of ours slows the program down (its pipe fills) instead of blocking the supervisor. */
     char pending[65536];
@@ -53,6 +62,7 @@ struct run {
     struct jail jail;
     struct uid_range uids;
     struct stream out, err;
+    struct line_state lines[2];
     struct stdin_pump pump;
     bool stdin_consumed; /* --lang read the code from it */
     int code_fd;
@@ -248,8 +258,18 @@ static int make_stream(struct run *r, struct stream *s, int *child_end, int forw
         s->json = (struct utf8_json_text){.limit = r->opt.output_limit, .ascii = isatty(1)};
     } else {
         s->forward_fd = forward_fd;
+        s->render = isatty(forward_fd);
     }
     return 0;
+}
+
+/* Whether hutch's stdout and stderr land in the same place (a terminal, a pipe, a file): then
+ * a line the program left open on either one is open where hutch's own line goes. */
+static bool same_destination(int a, int b)
+{
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 static void kill_sandbox(struct run *r)
@@ -295,20 +315,27 @@ static void stream_keep(struct run *r, struct stream *s, const char *buf, size_t
     size_t keep = (uint64_t)n > room ? (size_t)room : n;
     if (keep < n)
         stream_cut(r, s);
-    if (s->forward_fd < 0 || keep == 0)
+    if (s->forward_fd < 0 || (keep == 0 && !final))
         return;
-    memcpy(s->pending, buf, keep);
-    s->pending_len = keep;
+    if (s->render) {
+        s->pending_len = utf8_render(&s->dec, buf, keep, final, false, s->pending);
+    } else {
+        if (keep > 0)
+            memcpy(s->pending, buf, keep);
+        s->pending_len = keep;
+    }
     s->pending_off = 0;
 }
 
 static void stream_read(struct run *r, struct stream *s)
 {
     char buf[65536];
+    /* What a chunk can become once rendered must fit in pending. */
+    size_t chunk = s->render ? sizeof s->pending / 4 - 3 : sizeof buf;
     /* Bounded: a program that writes without pause must not keep the supervisor from its
      * clock (timeouts are checked between polls). */
     for (int round = 0; round < 16 && s->pending_len == 0; round++) {
-        ssize_t n = read(s->fd, buf, sizeof buf);
+        ssize_t n = read(s->fd, buf, chunk);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
@@ -340,6 +367,8 @@ static void stream_forward(struct stream *s)
         return;
     }
     s->pending_off += (size_t)w;
+    if (w > 0)
+        s->line->at_start = s->pending[s->pending_off - 1] == '\n';
     if (s->pending_off == s->pending_len)
         s->pending_len = s->pending_off = 0;
 }
@@ -499,6 +528,21 @@ static json_t *json_text(struct stream *s)
     return j;
 }
 
+/* hutch's own line in plain mode. It starts a line of its own, its message (which can hold
+ * bytes of the sandbox's choosing, such as argv[0]) is rendered on one line with no control
+ * left in it, and on a terminal "hutch:" is in reverse video, which the sandbox's output, with
+ * ESC rendered visible, cannot produce. */
+static void print_plain_line(struct run *r, enum verdict v)
+{
+    char msg[UTF8_RENDER_MAX(sizeof r->message)];
+    struct utf8_decoder dec = {0};
+    size_t n = utf8_render(&dec, r->message, strlen(r->message), true, true, msg);
+    msg[n] = '\0';
+    bool tty = isatty(2);
+    fprintf(stderr, "%s%shutch:%s %s%s%s\n", r->err.line->at_start ? "" : "\n",
+            tty ? "\033[1;7m" : "", tty ? "\033[0m" : "", verdict_code(v), n ? ": " : "", msg);
+}
+
 static void print_result(struct run *r, enum verdict v)
 {
     uint64_t wall_ms = r->end_ns > r->jail.start_ns && r->jail.start_ns
@@ -509,8 +553,7 @@ static void print_result(struct run *r, enum verdict v)
                           : 0;
     if (!r->opt.json) {
         if (v != VERDICT_OK)
-            fprintf(stderr, "hutch: %s%s%s\n", verdict_code(v), r->message[0] ? ": " : "",
-                    r->message);
+            print_plain_line(r, v);
         return;
     }
     bool exited = r->facts.payload_ended && r->facts.signal == 0;
@@ -611,6 +654,8 @@ static int start(struct run *r, err_t *err)
         return -1;
 
     int out_w = -1, err_w = -1;
+    if (!r->opt.json && same_destination(1, 2))
+        r->err.line = r->out.line;
     if (make_stream(r, &r->out, &out_w, 1, err) < 0 ||
         make_stream(r, &r->err, &err_w, 2, err) < 0) {
         if (out_w >= 0)
@@ -747,6 +792,9 @@ int run_main(int argc, char **argv)
     r->code_fd = r->sigfd = r->out.fd = r->err.fd = -1;
     r->uids.lock_fd = -1;
     r->pump.child_fd = r->pump.pipe_w = r->pump.pipe_r = r->pump.null_fd = -1;
+    r->lines[0].at_start = r->lines[1].at_start = true;
+    r->out.line = &r->lines[0];
+    r->err.line = &r->lines[1];
     memset(r->file_fds, -1, sizeof r->file_fds);
     r->jail.pidfd = r->jail.control_fd = r->jail.output_dirfd = r->jail.keeper_fd = -1;
     if (run_options_parse(argc, argv, &r->opt, &err) < 0) {
