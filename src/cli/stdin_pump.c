@@ -157,7 +157,15 @@ static void pipe_run(struct stdin_pump *p, short src_revents, short dst_revents)
             p->done = true;
         } else if (dst_revents & POLLOUT) {
             pipe_drain(p, p->fed); /* empty: the program read it all */
+            p->taken += p->fed;
             p->fed = 0;
+            if (p->taken >= STDIN_EXACT_MAX) {
+                /* A page per round costs about 50 us: a program that reads this much wants
+                 * speed, so from here on the source is read ahead, a pipe's worth at a time. */
+                p->mode = STDIN_STREAM;
+                fcntl(p->pipe_w, F_SETPIPE_SZ, (int)sizeof p->buf);
+                return;
+            }
         }
     }
     if (p->fed == 0 && !p->done) {

@@ -9,7 +9,8 @@
  *   - a regular file is read with pread(2), and its offset moved at the end to where the
  *     program stopped reading;
  *   - a pipe or FIFO is copied with tee(2), one page at a time into a one-page pipe, and only
- *     what the program took is drained from it;
+ *     what the program took is drained from it; once the program has taken STDIN_EXACT_MAX,
+ *     the pipe is read ahead instead (a page per round is slow for bulk input);
  *   - anything else (a terminal, a socket, a device) is read ahead, as by any filter. */
 #pragma once
 #include <poll.h>
@@ -18,6 +19,8 @@
 #include <sys/types.h>
 
 #include "util/err.h"
+
+#define STDIN_EXACT_MAX (1u << 20)
 
 enum stdin_mode {
     STDIN_NULL,   /* nothing to read: the program gets /dev/null */
@@ -36,7 +39,7 @@ struct stdin_pump {
     int null_fd;    /* PIPE: /dev/null, where what the program took from the source goes */
     off_t start;    /* FILE: the source's offset at the start */
     uint64_t fed;   /* FILE: bytes written into the pipe; PIPE: bytes teed and not yet drained */
-    uint64_t taken; /* FILE: bytes read from the source */
+    uint64_t taken; /* FILE: bytes read from the source; PIPE: bytes the program took */
     char buf[65536];
     size_t len, off;
 };

@@ -165,6 +165,32 @@ static void test_pipe(void)
     close(prog);
     stdin_pump_close(&p);
     close(src[0]);
+
+    /* bulk: past STDIN_EXACT_MAX the pump reads ahead, and every byte still arrives in order */
+    ok(pipe2(src, O_CLOEXEC) == 0 && open_pump(&p, src[0], false, &prog) == 0,
+       "3 MB through a pipe");
+    pid = fork();
+    if (pid == 0) {
+        close(prog);
+        for (int i = 0; i < 10; i++)
+            if (write(src[1], pattern, sizeof pattern) != (ssize_t)sizeof pattern)
+                _exit(1);
+        _exit(0);
+    }
+    close(src[1]);
+    static char big[10 * sizeof pattern];
+    n = drive(&p, prog, big, sizeof big, 65536, &eof);
+    waitpid(pid, &status, 0);
+    int same = n == sizeof big && status == 0;
+    for (int i = 0; same && i < 10; i++)
+        same = memcmp(big + i * sizeof pattern, pattern, sizeof pattern) == 0;
+    ok(same, "every byte, in order (%zu)", n);
+    ok(p.mode == STDIN_STREAM, "and past %u bytes the pump reads ahead", STDIN_EXACT_MAX);
+    drive(&p, prog, got, 1, 1, &eof2);
+    ok(eof2, "then EOF");
+    close(prog);
+    stdin_pump_close(&p);
+    close(src[0]);
 }
 
 static void test_stream_and_null(void)
