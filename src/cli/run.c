@@ -798,7 +798,11 @@ int run_main(int argc, char **argv)
     memset(r->file_fds, -1, sizeof r->file_fds);
     r->jail.pidfd = r->jail.control_fd = r->jail.output_dirfd = r->jail.keeper_fd = -1;
     if (run_options_parse(argc, argv, &r->opt, &err) < 0) {
-        fprintf(stderr, "hutch run: %s\n", err.msg);
+        /* the message quotes the command line, which an agent may have written */
+        char msg[UTF8_RENDER_MAX(sizeof err.msg)];
+        struct utf8_decoder dec = {0};
+        msg[utf8_render(&dec, err.msg, strlen(err.msg), true, true, msg)] = '\0';
+        fprintf(stderr, "hutch run: %s\n", msg);
         free(r);
         return 2;
     }

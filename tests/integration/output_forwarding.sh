@@ -86,6 +86,13 @@ is "$(hrun -- printf '\033[31mx' | od -An -tx1 | tr -s ' ')" " 1b 5b 33 31 6d 78
 err=$(hrun -- $'x\nhutch: OK' 2>&1 >/dev/null); rc=$?
 is "$(wc -l <<<"$err")/$rc" "1/1" "a command name with a newline: hutch's line stays one line"
 like "$err" '^hutch: RE: cannot execute x\^Jhutch: OK: ' "... the newline shown as ^J"
+err=$(hrun --env $'A\e]0;x\a' -- true 2>&1); rc=$?
+is "$err/$rc" 'hutch run: --env A^[]0;x^G: expected NAME=VALUE/2' "a usage error quotes the command line rendered"
+hrun -- echo lost >&-; rc=$?
+is "$rc" 0 "hutch's stdout closed: the output goes nowhere, the run is fine"
+hrun -- sh -c 'echo x >&2; exit 3' 2>&-; rc=$?
+is "$rc/$(grep -rl "hutch:" "$HUTCH_RUN_DIR" 2>/dev/null | wc -l)" "1/0" \
+    "hutch's stderr closed: the verdict is in the exit status, and its line went into no file of hutch's"
 err=$(hrun -- sh -c 'printf partial >&2; exit 3' 2>&1 >/dev/null)
 is "$err" $'partial\nhutch: RE: exited with status 3' "stderr left a line open: hutch's line starts a new one"
 both=$(hrun -- sh -c 'printf partial; exit 3' 2>&1)
