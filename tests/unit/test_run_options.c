@@ -130,6 +130,33 @@ int main(void)
     bad(ARGV("--output-limit", "1025M", "--", "x"), "up to 1 GiB", "--output-limit past 1G");
     bad(ARGV("--pids", "4194305", "--", "x"), "--pids", "--pids past the kernel's pid limit");
 
+    /* --env, --file and --ro-bind hold at most RUN_MAX_ITEMS each: one more is refused, not cut */
+    static const char *const repeatable[] = {"--env", "--file", "--ro-bind"};
+    for (size_t k = 0; k < 3; k++) {
+        static char *many[2 * (RUN_MAX_ITEMS + 1) + 4];
+        static char values[RUN_MAX_ITEMS + 1][32];
+        for (int count = RUN_MAX_ITEMS; count <= RUN_MAX_ITEMS + 1; count++) {
+            int n = 0;
+            many[n++] = "run";
+            for (int i = 0; i < count; i++) {
+                snprintf(values[i], sizeof values[i], k == 0 ? "V%d=x" : "/h%d:/s%d", i, i);
+                many[n++] = (char *)repeatable[k];
+                many[n++] = values[i];
+            }
+            many[n++] = "--";
+            many[n++] = "x";
+            many[n] = NULL;
+            int rc = parse(&o, &err, many);
+            if (count == RUN_MAX_ITEMS) {
+                ok(rc == 0, "%s %d times: taken", repeatable[k], count);
+                run_options_free(&o);
+            } else {
+                ok(rc < 0 && strstr(err.msg, "at most 256"), "%s %d times: refused (%s)",
+                   repeatable[k], count, err.msg);
+            }
+        }
+    }
+
     bad(ARGV("--", NULL), "no command", "no command");
     bad((char *[]){"run", NULL}, "no command", "nothing at all");
     bad(ARGV("--bogus", "--", "x"), "unknown option", "unknown option");
