@@ -17,12 +17,12 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cli/artifacts.h"
 #include "cli/paths.h"
 #include "cli/run_options.h"
+#include "cli/stdin_pump.h"
 #include "cli/verdict.h"
 #include "jail/control.h"
 #include "jail/jail.h"
@@ -36,26 +36,25 @@
 #define TICK_MS        100
 #define DRAIN_GRACE_MS 1000
 
+/* Whether the last byte written to a place ended a line: hutch's own line must start one. */
+struct line_state {
+    bool at_start;
+};
+
 struct stream {
-    int fd;          /* read end, -1 once at EOF */
-    int forward_fd;  /* where the bytes go live (-1 in JSON mode) */
+    int fd;         /* read end, -1 once at EOF */
+    int forward_fd; /* plain mode: where the bytes go live; -1 in JSON mode or once it failed */
+    bool render;    /* forward_fd is a terminal: the bytes go through utf8_render */
+    struct utf8_decoder dec;
+    struct line_state *line; /* where forward_fd's bytes land (shared by stdout and stderr
+                                when they land in the same place) */
     /* Bytes read but not yet forwarded: we read again only when it is empty, so a slow reader
      * of ours slows the program down (its pipe fills) instead of blocking the supervisor. */
     char pending[65536];
     size_t pending_len, pending_off;
-    char *buf;       /* JSON mode: what was kept */
-    size_t len;
-    uint64_t total;  /* bytes seen */
+    struct utf8_json_text json; /* JSON mode: what was kept, already as it goes into the JSON */
+    uint64_t total;             /* bytes seen */
     bool truncated;
-};
-
-/* stdin of the program: a host fd given as is, or a pipe that we feed (ttys and sockets are
- * never handed to the sandbox: a tty would allow TIOCSTI-style injection into the host). */
-struct stdin_pump {
-    int src;    /* our stdin, -1 when done */
-    int pipe_w; /* -1 when closed */
-    char buf[65536];
-    size_t len, off;
 };
 
 struct run {
@@ -63,15 +62,17 @@ struct run {
     struct jail jail;
     struct uid_range uids;
     struct stream out, err;
+    struct line_state lines[2];
     struct stdin_pump pump;
-    int child_stdin;
+    bool stdin_consumed; /* --lang read the code from it */
     int code_fd;
     struct jail_file files[RUN_MAX_ITEMS + 1];
     struct jail_mount mounts[RUN_MAX_ITEMS];
     int file_fds[RUN_MAX_ITEMS];
     size_t n_files;
-    char *argv_buf[RUN_MAX_ITEMS + 8];
-    bool argv_owned[RUN_MAX_ITEMS + 8];
+    char **argv_buf; /* the payload's argv, sized for the command line: nothing is cut */
+    bool *argv_owned;
+    size_t argv_cap;
     char *cwd; /* --cwd, copied out of the argv area like the command line */
     char *envp_buf[RUN_MAX_ITEMS + 16];
     int sigfd;
@@ -192,8 +193,7 @@ static int prepare_code(struct run *r, err_t *err)
             close(fd);
         if (rc < 0)
             return err_set(err, saved, "read code from %s", from_stdin ? "stdin" : r->opt.code_file);
-        if (from_stdin)
-            r->child_stdin = -2; /* consumed: the program gets /dev/null */
+        r->stdin_consumed = from_stdin; /* the program gets /dev/null */
     }
     r->code_fd = memfd_create("hutch-code", MFD_CLOEXEC);
     int rc = r->code_fd < 0 ? -1 : fd_write_all(r->code_fd, code, len);
@@ -205,7 +205,7 @@ static int prepare_code(struct run *r, err_t *err)
     size_t n = 0;
     r->argv_buf[n++] = (char *)interp[r->opt.lang];
     r->argv_buf[n++] = (char *)path[r->opt.lang];
-    for (int i = 0; i < r->opt.argc && n < RUN_MAX_ITEMS; i++)
+    for (int i = 0; i < r->opt.argc; i++)
         r->argv_buf[n++] = r->opt.argv[i];
     r->argv_buf[n] = NULL;
     return 0;
@@ -243,39 +243,33 @@ static int open_files(struct run *r, err_t *err)
     return 0;
 }
 
-static int prepare_stdin(struct run *r, err_t *err)
-{
-    r->pump.src = r->pump.pipe_w = -1;
-    struct stat st;
-    if (r->child_stdin == -2 || fstat(0, &st) < 0) {
-        r->child_stdin = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        return r->child_stdin < 0 ? err_set(err, errno, "open /dev/null") : 0;
-    }
-    bool dev_null = S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
-    if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || dev_null) {
-        r->child_stdin = 0;
-        return 0;
-    }
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return err_set(err, errno, "stdin pipe");
-    fcntl(p[1], F_SETFL, O_NONBLOCK);
-    r->child_stdin = p[0];
-    r->pump.pipe_w = p[1];
-    r->pump.src = 0;
-    return 0;
-}
-
-static int make_stream(struct stream *s, int *child_end, int forward_fd, err_t *err)
+static int make_stream(struct run *r, struct stream *s, int *child_end, int forward_fd, err_t *err)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return err_set(err, errno, "output pipe");
     fcntl(p[0], F_SETFL, O_NONBLOCK);
     s->fd = p[0];
-    s->forward_fd = forward_fd;
     *child_end = p[1];
+    if (r->opt.json) {
+        s->forward_fd = -1;
+        /* On a terminal the JSON is ASCII: C1 controls (U+009B is CSI to some terminals) go
+         * out escaped. The limit counts the bytes as they will be written either way. */
+        s->json = (struct utf8_json_text){.limit = r->opt.output_limit, .ascii = isatty(1)};
+    } else {
+        s->forward_fd = forward_fd;
+        s->render = isatty(forward_fd);
+    }
     return 0;
+}
+
+/* Whether hutch's stdout and stderr land in the same place (a terminal, a pipe, a file): then
+ * a line the program left open on either one is open where hutch's own line goes. */
+static bool same_destination(int a, int b)
+{
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 static void kill_sandbox(struct run *r)
@@ -287,55 +281,73 @@ static void kill_sandbox(struct run *r)
     r->killed = true;
 }
 
-/* Counts n new bytes of s against the output limit; returns how many of them to keep. */
-static size_t stream_account(struct run *r, struct stream *s, size_t n)
+/* The output limit is reached on s: the rest is cut, and the program stopped. */
+static void stream_cut(struct run *r, struct stream *s)
 {
-    uint64_t room = s->total >= r->opt.output_limit ? 0 : r->opt.output_limit - s->total;
-    size_t keep = (uint64_t)n > room ? (size_t)room : n;
-    s->total += n;
-    if (keep < n && !s->truncated) {
-        s->truncated = true;
-        if (!r->killed) {
-            r->facts.output_exceeded = true;
-            set_message(r, "output beyond the limit of %llu bytes",
-                        (unsigned long long)r->opt.output_limit);
+    if (s->truncated)
+        return;
+    s->truncated = true;
+    if (!r->killed) {
+        r->facts.output_exceeded = true;
+        set_message(r, "output beyond the limit of %llu bytes%s",
+                    (unsigned long long)r->opt.output_limit,
+                    r->opt.json ? " (as written in the JSON)" : "");
+        kill_sandbox(r);
+    }
+}
+
+/* Keeps n new bytes of s (final: s is at its end). The limit counts what hutch will write: in
+ * JSON mode the text as encoded (escapes and U+FFFD included), else the program's bytes. */
+static void stream_keep(struct run *r, struct stream *s, const char *buf, size_t n, bool final)
+{
+    if (r->opt.json) {
+        if (utf8_json_append(&s->json, buf, n, final) < 0 && !r->killed) {
+            r->facts.internal_error = true;
+            set_message(r, "keep the output: %s", strerror(errno));
             kill_sandbox(r);
         }
+        if (s->json.full)
+            stream_cut(r, s);
+        return;
     }
-    return keep;
+    uint64_t before = s->total - n;
+    uint64_t room = before >= r->opt.output_limit ? 0 : r->opt.output_limit - before;
+    size_t keep = (uint64_t)n > room ? (size_t)room : n;
+    if (keep < n)
+        stream_cut(r, s);
+    if (s->forward_fd < 0 || (keep == 0 && !final))
+        return;
+    if (s->render) {
+        s->pending_len = utf8_render(&s->dec, buf, keep, final, false, s->pending);
+    } else {
+        if (keep > 0)
+            memcpy(s->pending, buf, keep);
+        s->pending_len = keep;
+    }
+    s->pending_off = 0;
 }
 
 static void stream_read(struct run *r, struct stream *s)
 {
     char buf[65536];
+    /* What a chunk can become once rendered must fit in pending. */
+    size_t chunk = s->render ? sizeof s->pending / 4 - 3 : sizeof buf;
     /* Bounded: a program that writes without pause must not keep the supervisor from its
      * clock (timeouts are checked between polls). */
     for (int round = 0; round < 16 && s->pending_len == 0; round++) {
-        ssize_t n = read(s->fd, buf, sizeof buf);
+        ssize_t n = read(s->fd, buf, chunk);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
             return;
         if (n <= 0) {
+            stream_keep(r, s, NULL, 0, true); /* a sequence cut at the end */
             close(s->fd);
             s->fd = -1;
             return;
         }
-        size_t keep = stream_account(r, s, (size_t)n);
-        if (keep == 0)
-            continue;
-        if (s->forward_fd >= 0) {
-            memcpy(s->pending, buf, keep);
-            s->pending_len = keep;
-            s->pending_off = 0;
-        } else {
-            char *nb = realloc(s->buf, s->len + keep);
-            if (!nb)
-                continue;
-            s->buf = nb;
-            memcpy(s->buf + s->len, buf, keep);
-            s->len += keep;
-        }
+        s->total += (uint64_t)n;
+        stream_keep(r, s, buf, (size_t)n, false);
     }
 }
 
@@ -355,6 +367,8 @@ static void stream_forward(struct stream *s)
         return;
     }
     s->pending_off += (size_t)w;
+    if (w > 0)
+        s->line->at_start = s->pending[s->pending_off - 1] == '\n';
     if (s->pending_off == s->pending_len)
         s->pending_len = s->pending_off = 0;
 }
@@ -381,30 +395,6 @@ static void stream_drain(struct run *r, struct stream *s)
         stream_read(r, s);
         if (s->pending_len == 0 && s->fd >= 0)
             return; /* EAGAIN: a writer outlived init; cannot happen, never hang on it */
-    }
-}
-
-static void pump_stdin(struct stdin_pump *p, short src_events, short dst_events)
-{
-    if (p->len == p->off && p->src >= 0 && (src_events & (POLLIN | POLLHUP | POLLERR))) {
-        ssize_t n = read(p->src, p->buf, sizeof p->buf);
-        if (n > 0) {
-            p->len = (size_t)n;
-            p->off = 0;
-        } else if (n == 0 || errno != EINTR) {
-            p->src = -1;
-        }
-    }
-    if (p->len > p->off && p->pipe_w >= 0 && (dst_events & (POLLOUT | POLLERR))) {
-        ssize_t n = write(p->pipe_w, p->buf + p->off, p->len - p->off);
-        if (n > 0)
-            p->off += (size_t)n;
-        else if (n < 0 && errno != EAGAIN && errno != EINTR)
-            p->src = -1, p->len = p->off = 0; /* the program closed its stdin */
-    }
-    if (p->src < 0 && p->len == p->off && p->pipe_w >= 0) {
-        close(p->pipe_w);
-        p->pipe_w = -1;
     }
 }
 
@@ -445,7 +435,8 @@ static void check_limits(struct run *r, uint64_t deadline_ns)
     }
     uint64_t cpu_ns;
     err_t ignored;
-    if (cgroup_read_cpu_ns(r->jail.cgroup, &cpu_ns, &ignored) == 0 &&
+    /* cpu_time_ms is at most a year (run_options.h): in ns it cannot wrap */
+    if (cgroup_read_cpu_ns(r->jail.cgroup, &cpu_ns, &ignored) == 0 && cpu_ns >= r->cpu_base_ns &&
         cpu_ns - r->cpu_base_ns >= r->opt.cpu_time_ms * 1000000ull) {
         r->facts.cpu_timeout = true;
         set_message(r, "CPU time limit of %.3f s reached", r->opt.cpu_time_ms / 1000.0);
@@ -455,6 +446,7 @@ static void check_limits(struct run *r, uint64_t deadline_ns)
 
 static void supervise(struct run *r)
 {
+    /* timeout_ms is at most a year (run_options.h): the deadline in ns cannot wrap */
     uint64_t deadline = r->jail.start_ns + r->opt.timeout_ms * 1000000ull;
     for (;;) {
         bool streams_open = r->out.fd >= 0 || r->err.fd >= 0 || r->out.pending_len ||
@@ -477,10 +469,7 @@ static void supervise(struct run *r)
                                    .events = POLLIN};
         p[P_PID] = (struct pollfd){.fd = r->init_exited ? -1 : r->jail.pidfd, .events = POLLIN};
         p[P_SIG] = (struct pollfd){.fd = r->sigfd, .events = POLLIN};
-        bool want_in = r->pump.src >= 0 && r->pump.len == r->pump.off;
-        bool want_out = r->pump.pipe_w >= 0 && r->pump.len > r->pump.off;
-        p[P_IN] = (struct pollfd){.fd = want_in ? r->pump.src : -1, .events = POLLIN};
-        p[P_PIPE] = (struct pollfd){.fd = want_out ? r->pump.pipe_w : -1, .events = POLLOUT};
+        stdin_pump_events(&r->pump, &p[P_IN], &p[P_PIPE]);
         int rc = poll(p, 9, TICK_MS);
         if (rc < 0 && errno != EINTR) {
             r->facts.internal_error = true;
@@ -500,7 +489,7 @@ static void supervise(struct run *r)
             if (p[P_FWD_ERR].revents)
                 stream_forward(&r->err);
             if (p[P_IN].revents || p[P_PIPE].revents)
-                pump_stdin(&r->pump, p[P_IN].revents, p[P_PIPE].revents);
+                stdin_pump_run(&r->pump, p[P_IN].revents, p[P_PIPE].revents);
             if (p[P_SIG].revents) {
                 struct signalfd_siginfo si;
                 if (read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si && !r->killed) {
@@ -528,13 +517,30 @@ static void supervise(struct run *r)
     stream_drain(r, &r->err);
 }
 
-static json_t *json_text(const struct stream *s)
+/* The kept text into a JSON string (valid UTF-8 already). jansson copies it, so ours goes at
+ * once: a stream is held twice only for the moment of the copy. NULL when out of memory. */
+static json_t *json_text(struct stream *s)
 {
-    size_t len;
-    char *clean = utf8_sanitize(s->buf ? s->buf : "", s->len, &len);
-    json_t *j = clean ? json_stringn(clean, len) : json_string("");
-    free(clean);
+    json_t *j = json_stringn_nocheck(s->json.text ? s->json.text : "", s->json.len);
+    free(s->json.text);
+    s->json.text = NULL;
+    s->json.len = s->json.cap = 0;
     return j;
+}
+
+/* hutch's own line in plain mode. It starts a line of its own, its message (which can hold
+ * bytes of the sandbox's choosing, such as argv[0]) is rendered on one line with no control
+ * left in it, and on a terminal "hutch:" is in reverse video, which the sandbox's output, with
+ * ESC rendered visible, cannot produce. */
+static void print_plain_line(struct run *r, enum verdict v)
+{
+    char msg[UTF8_RENDER_MAX(sizeof r->message)];
+    struct utf8_decoder dec = {0};
+    size_t n = utf8_render(&dec, r->message, strlen(r->message), true, true, msg);
+    msg[n] = '\0';
+    bool tty = isatty(2);
+    fprintf(stderr, "%s%shutch:%s %s%s%s\n", r->err.line->at_start ? "" : "\n",
+            tty ? "\033[1;7m" : "", tty ? "\033[0m" : "", verdict_code(v), n ? ": " : "", msg);
 }
 
 static void print_result(struct run *r, enum verdict v)
@@ -547,13 +553,14 @@ static void print_result(struct run *r, enum verdict v)
                           : 0;
     if (!r->opt.json) {
         if (v != VERDICT_OK)
-            fprintf(stderr, "hutch: %s%s%s\n", verdict_code(v), r->message[0] ? ": " : "",
-                    r->message);
+            print_plain_line(r, v);
         return;
     }
     bool exited = r->facts.payload_ended && r->facts.signal == 0;
+    size_t message_len;
+    char *message = utf8_sanitize(r->message, strlen(r->message), &message_len);
     json_t *o = json_pack(
-        "{s:s, s:o, s:o, s:I, s:I, s:I, s:o, s:o, s:b, s:b, s:o, s:s}", "status",
+        "{s:s, s:o, s:o, s:I, s:I, s:I, s:o, s:o, s:b, s:b, s:o, s:s%}", "status",
         verdict_code(v), "exit_code",
         exited ? json_integer(r->facts.exit_code) : json_null(), "signal",
         r->facts.signal ? json_integer(r->facts.signal) : json_null(), "wall_ms",
@@ -562,9 +569,20 @@ static void print_result(struct run *r, enum verdict v)
         json_text(&r->err), "stdout_truncated", r->out.truncated, "stderr_truncated",
         r->err.truncated, "artifacts",
         r->have_artifacts ? json_incref(r->artifacts.files) : json_array(), "message",
-        r->message);
+        message ? message : "", message ? message_len : 0);
+    free(message);
     if (!o) {
-        fprintf(stdout, "{\"status\":\"XX\",\"message\":\"cannot encode result\"}\n");
+        /* Only out of memory gets here: every string is valid UTF-8 by now. What needs no
+         * allocation still goes out, so that the status agrees with hutch's exit status. */
+        char code[16] = "null", sig[16] = "null";
+        if (exited)
+            snprintf(code, sizeof code, "%d", r->facts.exit_code);
+        if (r->facts.signal)
+            snprintf(sig, sizeof sig, "%d", r->facts.signal);
+        printf("{\"status\":\"%s\",\"exit_code\":%s,\"signal\":%s,\"message\":\"cannot encode "
+               "the result: out of memory\"}\n",
+               verdict_code(v), code, sig);
+        fflush(stdout);
         return;
     }
     if (r->have_artifacts) {
@@ -573,7 +591,7 @@ static void print_result(struct run *r, enum verdict v)
                             json_integer((json_int_t)r->artifacts.existing));
     }
     json_object_set_new(o, "oom_kills", json_integer((json_int_t)r->stats.oom_kills));
-    json_dumpf(o, stdout, JSON_COMPACT);
+    json_dumpf(o, stdout, JSON_COMPACT | (isatty(1) ? JSON_ENSURE_ASCII : 0));
     fputc('\n', stdout);
     fflush(stdout);
     json_decref(o);
@@ -604,21 +622,25 @@ static int start(struct run *r, err_t *err)
                                    "range for each sandbox; see hutch doctor)");
     if (setup_signals(r, err) < 0)
         return -1;
+    /* --lang's interpreter and code path, the arguments, NULL */
+    r->argv_cap = (size_t)r->opt.argc + 3;
+    r->argv_buf = calloc(r->argv_cap, sizeof *r->argv_buf);
+    r->argv_owned = calloc(r->argv_cap, sizeof *r->argv_owned);
+    if (!r->argv_buf || !r->argv_owned)
+        return err_set(err, ENOMEM, "the command line");
     if (r->opt.lang != RUN_LANG_NONE) {
         if (prepare_code(r, err) < 0)
             return -1;
     } else {
-        size_t n = 0;
-        for (int i = 0; i < r->opt.argc && n < RUN_MAX_ITEMS + 7; i++)
-            r->argv_buf[n++] = r->opt.argv[i];
-        r->argv_buf[n] = NULL;
+        for (int i = 0; i < r->opt.argc; i++)
+            r->argv_buf[i] = r->opt.argv[i];
     }
     if (copy_argv(r) < 0)
         return err_set(err, ENOMEM, "copy the command line");
     /* The child reads --cwd after proctitle_set has wiped the argv area it points into. */
     if (r->opt.cwd && !(r->cwd = strdup(r->opt.cwd)))
         return err_set(err, ENOMEM, "copy --cwd");
-    if (open_files(r, err) < 0 || prepare_stdin(r, err) < 0)
+    if (open_files(r, err) < 0 || stdin_pump_open(&r->pump, 0, r->stdin_consumed, err) < 0)
         return -1;
     build_env(r);
     for (size_t i = 0; i < r->opt.n_binds; i++)
@@ -635,8 +657,10 @@ static int start(struct run *r, err_t *err)
         return -1;
 
     int out_w = -1, err_w = -1;
-    if (make_stream(&r->out, &out_w, r->opt.json ? -1 : 1, err) < 0 ||
-        make_stream(&r->err, &err_w, r->opt.json ? -1 : 2, err) < 0) {
+    if (!r->opt.json && same_destination(1, 2))
+        r->err.line = r->out.line;
+    if (make_stream(r, &r->out, &out_w, 1, err) < 0 ||
+        make_stream(r, &r->err, &err_w, 2, err) < 0) {
         if (out_w >= 0)
             close(out_w);
         return -1;
@@ -661,7 +685,7 @@ static int start(struct run *r, err_t *err)
         .argv = (const char *const *)r->argv_buf,
         .envp = (const char *const *)r->envp_buf,
         .cwd = r->cwd,
-        .stdin_fd = r->child_stdin,
+        .stdin_fd = r->pump.child_fd,
         .stdout_fd = out_w,
         .stderr_fd = err_w,
         .files = r->files,
@@ -676,10 +700,7 @@ static int start(struct run *r, err_t *err)
     /* Our copies of the write ends go now, or the streams would never reach EOF. */
     close(out_w);
     close(err_w);
-    if (r->child_stdin > 0) {
-        close(r->child_stdin);
-        r->child_stdin = -1;
-    }
+    stdin_pump_started(&r->pump);
     if (rc < 0)
         return -1;
     err_t ignored;
@@ -743,19 +764,30 @@ static void release(struct run *r)
             close(r->file_fds[i]);
     if (r->code_fd >= 0)
         close(r->code_fd);
-    if (r->pump.pipe_w >= 0)
-        close(r->pump.pipe_w);
+    /* The program is gone: hutch's stdin is settled to what it read. */
+    stdin_pump_close(&r->pump);
     if (r->sigfd >= 0)
         close(r->sigfd);
-    for (size_t i = 0; i < sizeof r->argv_buf / sizeof r->argv_buf[0]; i++)
-        if (r->argv_owned[i])
+    for (size_t i = 0; i < r->argv_cap; i++)
+        if (r->argv_owned && r->argv_owned[i])
             free(r->argv_buf[i]);
+    free(r->argv_buf);
+    free(r->argv_owned);
     free(r->cwd);
-    free(r->out.buf);
-    free(r->err.buf);
+    free(r->out.json.text);
+    free(r->err.json.text);
     if (r->have_artifacts)
         json_decref(r->artifacts.files);
     run_options_free(&r->opt);
+}
+
+/* hutch's own 0, 1 and 2 must be open: else a pipe made for the sandbox could take one of
+ * those numbers, and the program's output be forwarded into hutch's own pipe. */
+static void ensure_stdio_open(void)
+{
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+            open("/dev/null", (fd == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
 }
 
 int run_main(int argc, char **argv)
@@ -766,13 +798,21 @@ int run_main(int argc, char **argv)
         fprintf(stderr, "hutch run: out of memory\n");
         return 2;
     }
+    ensure_stdio_open();
     r->code_fd = r->sigfd = r->out.fd = r->err.fd = -1;
     r->uids.lock_fd = -1;
-    r->pump.src = r->pump.pipe_w = -1;
+    r->pump.child_fd = r->pump.pipe_w = r->pump.pipe_r = r->pump.null_fd = -1;
+    r->lines[0].at_start = r->lines[1].at_start = true;
+    r->out.line = &r->lines[0];
+    r->err.line = &r->lines[1];
     memset(r->file_fds, -1, sizeof r->file_fds);
     r->jail.pidfd = r->jail.control_fd = r->jail.output_dirfd = r->jail.keeper_fd = -1;
     if (run_options_parse(argc, argv, &r->opt, &err) < 0) {
-        fprintf(stderr, "hutch run: %s\n", err.msg);
+        /* the message quotes the command line, which an agent may have written */
+        char msg[UTF8_RENDER_MAX(sizeof err.msg)];
+        struct utf8_decoder dec = {0};
+        msg[utf8_render(&dec, err.msg, strlen(err.msg), true, true, msg)] = '\0';
+        fprintf(stderr, "hutch run: %s\n", msg);
         free(r);
         return 2;
     }

@@ -52,13 +52,16 @@ void run_options_usage(FILE *out)
             "Runs one program in a fresh sandbox and throws the sandbox away.\n"
             "With --lang and neither --code nor --code-file, the code is read from stdin.\n"
             "\n"
-            "Limits (sizes take K, M, G suffixes; times are seconds, or e.g. 250ms):\n"
+            "Limits (sizes take K, M, G, T suffixes, up to 16T; times are seconds, or e.g. 250ms,\n"
+            "up to 365 days; a value out of range is refused):\n"
             "  --timeout SEC        wall-clock limit                      (default %g)\n"
             "  --cpu-time SEC       CPU time of all processes together    (default %g)\n"
             "  --memory SIZE        memory, swap excluded                 (default %llu MiB)\n"
             "  --pids N             processes and threads at once         (default %d)\n"
             "  --disk SIZE          writable layer; the program gets ENOSPC (default %llu MiB)\n"
-            "  --output-limit SIZE  per stream; beyond it output is cut    (default %llu MiB)\n"
+            "  --output-limit SIZE  per stream, up to 1G; beyond it output is cut, and the\n"
+            "                       program stopped (OL). With --json it counts the bytes as\n"
+            "                       written in the JSON, escapes included  (default %llu MiB)\n"
             "  --nofile N           open files per process                (default %d)\n"
             "Kernel shares (each sandbox its own; see the README's threat model):\n"
             "  --ptys N             ptys at once                          (default %d)\n"
@@ -198,33 +201,45 @@ static int parse_host_sandbox(const char *opt, const char *s, struct run_file *l
     return 0;
 }
 
+static int parse_duration_option(const char *opt, const char *arg, uint64_t *out, err_t *err)
+{
+    if (parse_duration_ms(arg, out) < 0 || *out == 0 || *out > RUN_MAX_DURATION_MS)
+        return err_set(err, 0, "%s %s: expected a positive duration, at most 365 days (%llu s)",
+                       opt, arg, RUN_MAX_DURATION_MS / 1000);
+    return 0;
+}
+
+static int parse_size_option(const char *opt, const char *arg, uint64_t min, uint64_t max,
+                             uint64_t *out, err_t *err)
+{
+    char lo[32], hi[32];
+    if (parse_size(arg, out) < 0 || *out < min || *out > max) {
+        format_size(max, hi, sizeof hi);
+        if (min == 0)
+            return err_set(err, 0, "%s %s: expected a size up to %s", opt, arg, hi);
+        return err_set(err, 0, "%s %s: expected a size from %s to %s", opt, arg,
+                       format_size(min, lo, sizeof lo), hi);
+    }
+    return 0;
+}
+
 static int parse_value(int opt, const char *arg, struct run_options *o, err_t *err)
 {
     switch (opt) {
     case OPT_TIMEOUT:
-        if (parse_duration_ms(arg, &o->timeout_ms) < 0 || o->timeout_ms == 0)
-            return err_set(err, 0, "--timeout %s: expected a positive duration", arg);
-        return 0;
+        return parse_duration_option("--timeout", arg, &o->timeout_ms, err);
     case OPT_CPU_TIME:
-        if (parse_duration_ms(arg, &o->cpu_time_ms) < 0 || o->cpu_time_ms == 0)
-            return err_set(err, 0, "--cpu-time %s: expected a positive duration", arg);
-        return 0;
+        return parse_duration_option("--cpu-time", arg, &o->cpu_time_ms, err);
     case OPT_MEMORY:
-        if (parse_size(arg, &o->memory_bytes) < 0 || o->memory_bytes < (4ull << 20))
-            return err_set(err, 0, "--memory %s: expected a size of at least 4M", arg);
-        return 0;
+        return parse_size_option("--memory", arg, 4ull << 20, RUN_MAX_SIZE, &o->memory_bytes, err);
     case OPT_PIDS:
         if (parse_count(arg, 1, 1u << 22, &o->pids) < 0)
             return err_set(err, 0, "--pids %s: expected a count from 1", arg);
         return 0;
     case OPT_DISK:
-        if (parse_size(arg, &o->disk_bytes) < 0 || o->disk_bytes < (1ull << 20))
-            return err_set(err, 0, "--disk %s: expected a size of at least 1M", arg);
-        return 0;
+        return parse_size_option("--disk", arg, 1ull << 20, RUN_MAX_SIZE, &o->disk_bytes, err);
     case OPT_OUTPUT_LIMIT:
-        if (parse_size(arg, &o->output_limit) < 0 || o->output_limit > (1ull << 30))
-            return err_set(err, 0, "--output-limit %s: expected a size up to 1G", arg);
-        return 0;
+        return parse_size_option("--output-limit", arg, 0, RUN_MAX_OUTPUT, &o->output_limit, err);
     case OPT_NOFILE:
         if (parse_count(arg, 8, 1u << 20, &o->nofile) < 0)
             return err_set(err, 0, "--nofile %s: expected a count from 8 to 1048576", arg);
@@ -243,9 +258,8 @@ static int parse_value(int opt, const char *arg, struct run_options *o, err_t *e
             return err_set(err, 0, "--inotify-watches %s: expected a count from 1 to 4194304", arg);
         return 0;
     case OPT_ARTIFACTS_LIMIT:
-        if (parse_size(arg, &o->artifacts_limit) < 0)
-            return err_set(err, 0, "--artifacts-limit %s: expected a size", arg);
-        return 0;
+        return parse_size_option("--artifacts-limit", arg, 0, RUN_MAX_SIZE, &o->artifacts_limit,
+                                 err);
     case OPT_LANG:
         if (parse_lang(arg, &o->lang) < 0)
             return err_set(err, 0, "--lang %s: expected python, node or bash", arg);

@@ -16,6 +16,11 @@
 #define RUN_DEFAULT_NOFILE          1024
 #define RUN_DEFAULT_ARTIFACTS_LIMIT (64ull << 20)
 #define RUN_MAX_ITEMS               256 /* --env and --file, each */
+/* Upper bounds, refused beyond, so that nothing the supervisor computes from a value (a
+ * deadline in ns, byte counts) can wrap: a year in ns is 2^55, 16T leaves 2^20 of headroom. */
+#define RUN_MAX_DURATION_MS (365ull * 24 * 3600 * 1000) /* --timeout, --cpu-time */
+#define RUN_MAX_SIZE        (16ull << 40)               /* --memory, --disk, --artifacts-limit */
+#define RUN_MAX_OUTPUT      (1ull << 30)                /* --output-limit */
 
 enum run_lang { RUN_LANG_NONE, RUN_LANG_PYTHON, RUN_LANG_NODE, RUN_LANG_BASH };
 

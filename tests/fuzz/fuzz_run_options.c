@@ -147,7 +147,10 @@ static void check_success(const struct command_line *cl, const struct run_option
     fuzz_assert(o->argv == cl->argv + (cl->argc - o->argc));
     fuzz_assert(o->argv[o->argc] == NULL);
     fuzz_assert(o->timeout_ms > 0 && o->cpu_time_ms > 0);
+    fuzz_assert(o->timeout_ms <= RUN_MAX_DURATION_MS && o->cpu_time_ms <= RUN_MAX_DURATION_MS);
     fuzz_assert(o->memory_bytes >= (4ull << 20) && o->disk_bytes >= (1ull << 20));
+    fuzz_assert(o->memory_bytes <= RUN_MAX_SIZE && o->disk_bytes <= RUN_MAX_SIZE &&
+                o->artifacts_limit <= RUN_MAX_SIZE);
     fuzz_assert(o->pids >= 1 && o->pids <= (1u << 22));
     fuzz_assert(o->nofile >= 8 && o->nofile <= (1u << 20));
     fuzz_assert(o->output_limit <= (1ull << 30));

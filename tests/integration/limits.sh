@@ -135,13 +135,15 @@ else not_ok "host Shmem back after the run (${shm_before} -> ${shm_after} kB): t
 out=$(hjson --output-limit 10K -- yes); rc=$?
 is "$(jfield "$out" status)/$rc" "OL/1" "yes under --output-limit 10K: OL, hutch exits 1"
 is "$(jfield "$out" stdout_truncated)/$(jfield "$out" stderr_truncated)" "true/false" "OL: stdout_truncated only"
-is "$(jpy "$out" 'len(o["stdout"])')" 10240 "OL: exactly 10240 bytes of stdout kept"
+# --json counts the output as the JSON writes it: "y\n" is "y\\n", 3 bytes
+is "$(jpy "$out" 'len(json.dumps(o["stdout"], ensure_ascii=False).encode()) - 2')/$(jpy "$out" 'len(o["stdout"])')" \
+    "10240/6827" "OL: stdout kept takes exactly 10240 bytes in the JSON (3413 lines and a y)"
 is "$(jpy "$out" 'set(o["stdout"])=={"y","\n"}')" true "OL: what was kept is yes's output"
 like "$(jfield "$out" message)" "output beyond the limit of 10240" "OL: message says which limit"
 out=$(hjson --output-limit 10K -- sh -c 'echo start; yes err >&2'); rc=$?
 is "$(jfield "$out" status)/$rc" "OL/1" "stderr flood: OL"
-is "$(jfield "$out" stderr_truncated)/$(jfield "$out" stdout_truncated)/$(jpy "$out" 'len(o["stderr"])')" \
-    "true/false/10240" "stderr flood: stderr_truncated, exactly 10240 bytes kept"
+is "$(jfield "$out" stderr_truncated)/$(jfield "$out" stdout_truncated)/$(jpy "$out" 'len(json.dumps(o["stderr"]))-2')" \
+    "true/false/10240" "stderr flood: stderr_truncated, exactly 10240 bytes of JSON kept"
 is "$(jfield "$out" stdout)" "start" "stderr flood: stdout intact"
 out=$(hjson --output-limit 10K -- sh -c 'head -c 10240 /dev/zero | tr "\0" y'); rc=$?
 is "$(jfield "$out" status)/$(jfield "$out" stdout_truncated)/$(jpy "$out" 'len(o["stdout"])')/$rc" \

@@ -99,6 +99,86 @@ EOF
 is "$(stdin_kind pty)" "notty pipe hello 0" "stdin a terminal: the program gets a pipe with the bytes, not the tty"
 is "$(stdin_kind socket)" "notty pipe hello 0" "stdin a socket: the program gets a pipe with the bytes"
 
+# Nor a file, a FIFO or /dev/null of the caller's: the program must never hold an open file
+# description of the host's. It tries what one would allow (O_NONBLOCK, seeking, writing, the
+# host path); the caller then looks at its own description. Each attempt is made without hutch
+# too, as the control that the attempt itself works.
+seq 1 2000 >"$scratch/lines"
+cp "$scratch/lines" "$scratch/lines.orig"
+mkfifo "$scratch/fifo-in"
+stdin_attack() {
+    python3 - "$1" "$scratch" "$@" <<'EOF'
+import fcntl, os, subprocess, sys
+kind, scratch, cmd = sys.argv[1], sys.argv[2], sys.argv[4:]
+attack = r"""
+import fcntl, os
+r = []
+fl = fcntl.fcntl(0, fcntl.F_GETFL)
+fcntl.fcntl(0, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+r.append("nb=%d" % bool(fcntl.fcntl(0, fcntl.F_GETFL) & os.O_NONBLOCK))
+r.append("path=" + os.readlink("/proc/self/fd/0").split(":")[0])
+try:
+    os.lseek(0, 10000, os.SEEK_SET); r.append("seek=ok")
+except OSError as e:
+    r.append("seek=" + e.strerror)
+try:
+    os.write(0, b"PWNED\n"); r.append("write=ok")
+except OSError as e:
+    r.append("write=" + e.strerror)
+print(" ".join(r))
+"""
+if kind == "file":
+    fd = os.open(scratch + "/lines", os.O_RDWR)      # 0<>file: readable and writable
+elif kind == "fifo":
+    w = os.open(scratch + "/fifo-in", os.O_RDWR)     # keeps the FIFO open for both ends
+    fd = os.open(scratch + "/fifo-in", os.O_RDONLY)
+    os.write(w, b"fifo data\n")
+else:
+    fd = os.open("/dev/null", os.O_RDWR)
+out = subprocess.run(cmd + ["python3", "-c", attack], stdin=fd, stdout=subprocess.PIPE,
+                     stderr=subprocess.DEVNULL, timeout=60).stdout
+after = "caller_nb=%d" % bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK)
+if kind == "file":
+    after += " caller_offset=%d" % os.lseek(fd, 0, os.SEEK_CUR)
+print(out.decode().strip(), after)
+EOF
+}
+is "$(stdin_attack file)" \
+    "nb=1 path=$scratch/lines seek=ok write=ok caller_nb=1 caller_offset=10006" \
+    "control, without hutch: a 0<>file stdin can be made non-blocking, seeked, written, named"
+cp "$scratch/lines.orig" "$scratch/lines"
+is "$(stdin_attack file "$HUTCH" run --)" \
+    "nb=1 path=pipe seek=Illegal seek write=Bad file descriptor caller_nb=0 caller_offset=0" \
+    "a 0<>file stdin: the program gets a pipe; O_NONBLOCK, seek and write reach nothing of the caller's"
+is "$(cmp "$scratch/lines" "$scratch/lines.orig" && echo same)" same "... and the file is unchanged"
+is "$(stdin_attack fifo)" "nb=1 path=$scratch/fifo-in seek=Illegal seek write=Bad file descriptor caller_nb=1" \
+    "control, without hutch: a FIFO stdin can be made non-blocking, and is named"
+is "$(stdin_attack fifo "$HUTCH" run --)" \
+    "nb=1 path=pipe seek=Illegal seek write=Bad file descriptor caller_nb=0" \
+    "a FIFO stdin: the program gets a pipe of its own; the caller's stays blocking"
+is "$(stdin_attack null)" "nb=1 path=/dev/null seek=ok write=ok caller_nb=1" \
+    "control, without hutch: O_NONBLOCK on a shared /dev/null reaches the caller"
+is "$(stdin_attack null "$HUTCH" run --)" \
+    "nb=1 path=/dev/null seek=ok write=Bad file descriptor caller_nb=0" \
+    "stdin /dev/null: the program gets a /dev/null of its own, read-only"
+
+# hutch's stdin is consumed by what the program read, not by what hutch read ahead for it: a
+# read loop over a file or a pipe sees every line, and the rest of the input is still there.
+seq 1 12 >"$scratch/twelve"
+loop=$(while read -r l; do "$HUTCH" run -- true || echo fail; echo "$l"; done <"$scratch/twelve")
+is "$(echo $loop)" "$(echo $(seq 1 12))" "a read loop over a file with hutch run inside: every line"
+loop=$(seq 1 12 | while read -r l; do "$HUTCH" run -- true || echo fail; echo "$l"; done)
+is "$(echo $loop)" "$(echo $(seq 1 12))" "a read loop over a pipe with hutch run inside: every line"
+read5='import os; os.write(1, os.read(0, 5))'
+got=$({ "$HUTCH" run -- python3 -c "$read5"; head -c 4; } <"$scratch/lines.orig")
+is "$(echo $got)" "1 2 3 4 5" "a file: the program reads 5 bytes, the caller reads on from there"
+got=$(seq 1 5000 | { "$HUTCH" run -- python3 -c "$read5"; head -c 4; })
+is "$(echo $got)" "1 2 3 4 5" "a pipe: the program reads 5 bytes, the caller reads on from there"
+got=$(seq 1 100000 | { "$HUTCH" run -- sh -c 'head -n 2 >/dev/null; sleep 0.2'; wc -l; })
+if [ "$got" -ge 90000 ] && [ "$got" -lt 100000 ]; then
+    ok "a pipe: head -n 2 inside takes what it read, no more ($((100000 - got)) lines)"
+else not_ok "a pipe: head -n 2 inside takes what it read, no more ($got lines left)"; fi
+
 # --- --lang -------------------------------------------------------------------------------
 
 out=$(hjson --lang python --code 'print(6*7)'); rc=$?

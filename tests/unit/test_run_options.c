@@ -126,6 +126,73 @@ int main(void)
     ok(parse(&o, &err, argv6) == 0 && o.help, "--help");
     run_options_free(&o);
 
+    /* --- ranges: the largest value is taken, one past it refused, never wrapped ---------- */
+    char *argv_max[] = {"run",      "--timeout",
+                        "31536000", "--cpu-time",
+                        "525600m",  "--memory",
+                        "16T",      "--disk",
+                        "16384G",   "--artifacts-limit",
+                        "16T",      "--output-limit",
+                        "1G",       "--",
+                        "x",        NULL};
+    ok(parse(&o, &err, argv_max) == 0, "every limit at its maximum (%s)", err.msg);
+    is_u64(o.timeout_ms, RUN_MAX_DURATION_MS, "--timeout 31536000: a year");
+    is_u64(o.cpu_time_ms, RUN_MAX_DURATION_MS, "--cpu-time 525600m: a year");
+    ok(o.memory_bytes == RUN_MAX_SIZE && o.disk_bytes == RUN_MAX_SIZE &&
+           o.artifacts_limit == RUN_MAX_SIZE,
+       "--memory, --disk, --artifacts-limit 16T");
+    is_u64(o.output_limit, RUN_MAX_OUTPUT, "--output-limit 1G");
+    run_options_free(&o);
+    char *argv_small[] = {"run", "--timeout", "1ms", "--output-limit", "0", "--", "x", NULL};
+    ok(parse(&o, &err, argv_small) == 0 && o.timeout_ms == 1 && o.output_limit == 0,
+       "--timeout 1ms, --output-limit 0");
+    run_options_free(&o);
+    /* a timeout in ns must fit in 64 bits with the clock added: 584 years would wrap */
+    ok((uint64_t)-1 / 1000000 / 2 > RUN_MAX_DURATION_MS, "a year in ns is far from wrapping");
+    bad(ARGV("--timeout", "18446744074", "--", "x"), "at most 365 days", "--timeout of 584 years");
+    bad(ARGV("--timeout", "31536000.001", "--", "x"), "at most 365 days",
+        "--timeout a ms past a year");
+    bad(ARGV("--timeout", "525601m", "--", "x"), "at most 365 days",
+        "--timeout a minute past a year");
+    bad(ARGV("--timeout", "18446744073709551616ms", "--", "x"), "--timeout",
+        "--timeout past 2^64 ms");
+    bad(ARGV("--cpu-time", "18446744074", "--", "x"), "at most 365 days",
+        "--cpu-time of 584 years");
+    bad(ARGV("--cpu-time", "0.0001", "--", "x"), "positive duration", "--cpu-time below 1 ms");
+    bad(ARGV("--memory", "17T", "--", "x"), "from 4 MiB to 16 TiB", "--memory past 16T");
+    bad(ARGV("--memory", "18446744073709551615", "--", "x"), "--memory", "--memory 2^64-1");
+    bad(ARGV("--disk", "16385G", "--", "x"), "from 1 MiB to 16 TiB", "--disk past 16T");
+    bad(ARGV("--artifacts-limit", "17T", "--", "x"), "up to 16 TiB", "--artifacts-limit past 16T");
+    bad(ARGV("--output-limit", "1025M", "--", "x"), "up to 1 GiB", "--output-limit past 1G");
+    bad(ARGV("--pids", "4194305", "--", "x"), "--pids", "--pids past the kernel's pid limit");
+
+    /* --env, --file and --ro-bind hold at most RUN_MAX_ITEMS each: one more is refused, not cut */
+    static const char *const repeatable[] = {"--env", "--file", "--ro-bind"};
+    for (size_t k = 0; k < 3; k++) {
+        static char *many[2 * (RUN_MAX_ITEMS + 1) + 4];
+        static char values[RUN_MAX_ITEMS + 1][32];
+        for (int count = RUN_MAX_ITEMS; count <= RUN_MAX_ITEMS + 1; count++) {
+            int n = 0;
+            many[n++] = "run";
+            for (int i = 0; i < count; i++) {
+                snprintf(values[i], sizeof values[i], k == 0 ? "V%d=x" : "/h%d:/s%d", i, i);
+                many[n++] = (char *)repeatable[k];
+                many[n++] = values[i];
+            }
+            many[n++] = "--";
+            many[n++] = "x";
+            many[n] = NULL;
+            int rc = parse(&o, &err, many);
+            if (count == RUN_MAX_ITEMS) {
+                ok(rc == 0, "%s %d times: taken", repeatable[k], count);
+                run_options_free(&o);
+            } else {
+                ok(rc < 0 && strstr(err.msg, "at most 256"), "%s %d times: refused (%s)",
+                   repeatable[k], count, err.msg);
+            }
+        }
+    }
+
     bad(ARGV("--", NULL), "no command", "no command");
     bad((char *[]){"run", NULL}, "no command", "nothing at all");
     bad(ARGV("--bogus", "--", "x"), "unknown option", "unknown option");
