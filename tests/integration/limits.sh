@@ -302,4 +302,20 @@ fi
 out=$("$HUTCH" run --disk 2T -- df -k / 2>&1)
 like "$out" "overlay +2147483648 " "control: --disk 2T gives a writable layer of 2 TiB"
 
+# --nofile above hutch's own hard limit: raised for the sandbox when hutch holds
+# CAP_SYS_RESOURCE, else refused with the reason (it used to be a bare EPERM, XX).
+hard=$(ulimit -Hn)
+want=$((hard + 100))
+[ "$want" -le 1048576 ] || want=1048576
+out=$("$HUTCH" run --nofile 512 -- sh -c 'ulimit -n' 2>&1)
+is "$out" 512 "--nofile 512: the program's open-file limit is 512"
+out=$("$HUTCH" run --nofile "$want" -- sh -c 'ulimit -n' 2>&1); rc=$?
+capeff=$(sed -n 's/^CapEff:\t//p' /proc/self/status)
+if (( (0x$capeff >> 24) & 1 )); then
+    is "$out/$rc" "$want/0" "--nofile $want above our hard limit $hard: raised (we hold CAP_SYS_RESOURCE)"
+else
+    like "$rc/$out" "^2/hutch: XX: .*above this process's own hard limit $hard.*CAP_SYS_RESOURCE" \
+        "--nofile $want above our hard limit $hard: refused, saying why (no CAP_SYS_RESOURCE here)"
+fi
+
 done_testing
