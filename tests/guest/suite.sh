@@ -32,7 +32,8 @@ fixture() {
     is "${user[*]}" "" "no user process in the root cgroup"
     is "$(</proc/self/cgroup)" "0::/system.slice/hutch-test.service" \
         "the tests run in a leaf under system.slice"
-    is "$(stat -f -c %T "$HUTCH_STATE_DIR/..")" ext2/ext3 "the state directory is on the ext4 scratch disk"
+    is "$(stat -f -c %T "$(dirname "$HUTCH_STATE_DIR")")" ext2/ext3 \
+        "the state directory is on the ext4 scratch disk"
     check "the repository is read-only" bash -c '! touch build/.guest-write-test 2>/dev/null'
     done_testing
 }

@@ -108,12 +108,13 @@ static void mode_group_name(char *buf, size_t size, const struct mode *m, const 
     snprintf(buf, size, "t%d-%s-%s", (int)getpid(), m->label, tag);
 }
 
-/* Path of hutch/NAME in one hierarchy ("memory", "unified", ...), plus an optional file. */
+/* Path of hutch/NAME in one hierarchy ("memory", "unified", ..., "" for a pure v2 host's root),
+ * plus an optional file. */
 static const char *group_path(char *buf, size_t size, const char *hier, const char *name,
                               const char *file)
 {
-    snprintf(buf, size, "/sys/fs/cgroup/%s/hutch/%s%s%s", hier, name, file ? "/" : "",
-             file ? file : "");
+    snprintf(buf, size, "/sys/fs/cgroup%s%s/hutch/%s%s%s", hier[0] ? "/" : "", hier, name,
+             file ? "/" : "", file ? file : "");
     return buf;
 }
 
