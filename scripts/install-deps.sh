@@ -13,6 +13,10 @@ packages=(
     python3 nodejs bash coreutils procps iproute2 util-linux bsdutils
     # baseline for the benchmark
     bubblewrap
+    # the test guest (tests/guest/): qemu (TCG), Debian's own kernel (its vmlinuz and modules are
+    # used as files; on Debian 12 that is 6.1), busybox and cpio for its initramfs, mkfs.ext4 for
+    # its scratch disk
+    qemu-system-x86 linux-image-amd64 busybox-static cpio e2fsprogs
 )
 export DEBIAN_FRONTEND=noninteractive
 missing=()

@@ -16,6 +16,13 @@ run_one() {
     local t0=$(date +%s.%N)
     "$@" >"$log" 2>&1
     local rc=$?
+    local t1=$(date +%s.%N)
+    account "$name" "$log" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')"
+}
+
+# account NAME LOG STATUS SECONDS: counts one test's TAP and prints its line.
+account() {
+    local name=$1 log=$2 rc=$3 secs=$4
     local p f s
     p=$(grep -cE '^ok ' "$log" | tr -d ' ')
     s=$(grep -cE '^ok .*# (SKIP|skip)' "$log" | tr -d ' ')
@@ -27,13 +34,58 @@ run_one() {
         echo "not ok - $name exited with status $rc" >>"$log"
     fi
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-    local t1=$(date +%s.%N)
-    printf '%-40s %4d passed %3d failed %3d skipped  %6.1fs\n' "$name" "$p" "$f" "$s" \
-        "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')"
+    printf '%-40s %4d passed %3d failed %3d skipped  %6.1fs\n' "$name" "$p" "$f" "$s" "$secs"
     if [ "$f" -gt 0 ]; then
         failed_names+=("$name")
         grep -E '^not ok|^#' "$log" | head -n 40 | sed 's/^/    /'
     fi
+}
+
+# The test guest (tests/guest/README.md): Debian's own 6.1 kernel with pure cgroup v2, booted once
+# for all of GUEST_TESTS; each test's TAP counts as guest/NAME. Where qemu or the kernel is
+# missing, one line says so and the rest of the suite runs as before.
+GUEST_TESTS=(fixture doctor test_cgroup limits cleanup escape_caller escape_counters escape_fs
+    escape_net escape_proc escape_syscalls)
+run_guest() {
+    local names=() n
+    for n in "${GUEST_TESTS[@]}"; do [[ guest/$n =~ $filter ]] && names+=("$n"); done
+    [ "${#names[@]}" -gt 0 ] || return 0
+    local why
+    if ! why=$(bash tests/guest/guest.sh check); then
+        echo "$why"
+        return 0
+    fi
+    mkdir -p "$log_dir/guest"
+    local boot_log=$log_dir/guest/boot.log t0=$(date +%s.%N)
+    bash tests/guest/guest.sh run -t "${GUEST_LIMIT:-2400}" -- bash tests/guest/suite.sh "${names[@]}" \
+        >"$boot_log" 2>&1
+    local rc=$? t1=$(date +%s.%N)
+    # Split the output on suite.sh's markers; a test without its end marker did not finish.
+    local line cur= status secs
+    declare -A ended=()
+    while IFS= read -r line; do
+        case $line in
+        "@@guest-test-begin "*) cur=${line#@@guest-test-begin }; : >"$log_dir/guest/$cur.log" ;;
+        "@@guest-test-end "*)
+            read -r _ n status secs <<<"$line"
+            ended[$n]="$status $secs"
+            cur=
+            ;;
+        *) [ -n "$cur" ] && printf '%s\n' "$line" >>"$log_dir/guest/$cur.log" ;;
+        esac
+    done <"$boot_log"
+    for n in "${names[@]}"; do
+        local log=$log_dir/guest/$n.log
+        if [ -n "${ended[$n]:-}" ]; then
+            account "guest/$n" "$log" ${ended[$n]}
+        else
+            [ -f "$log" ] || : >"$log"
+            echo "not ok - guest/$n did not finish (guest.sh exited with $rc; see $boot_log)" >>"$log"
+            account "guest/$n" "$log" 1 0
+        fi
+    done
+    printf '%-40s %6.1fs (boot and tests, guest.sh status %d)\n' "guest: total" \
+        "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "$rc"
 }
 
 # A private state and run directory for the whole run: templates, uid locks. World-traversable,
@@ -57,6 +109,7 @@ for t in tests/integration/*.sh; do
     [[ $name =~ $filter ]] || continue
     run_one "$name" bash "$t"
 done
+run_guest
 [ "${#failed_names[@]}" -gt 0 ] && echo "failed: ${failed_names[*]} (logs in $log_dir)"
 [ "$skipped" -gt 0 ] && echo "$skipped skipped"
 echo "$passed passed, $failed failed"

@@ -12,7 +12,7 @@ mkdir -p "$HUTCH_RUN_DIR"
 lockfile=$HUTCH_RUN_DIR/uid-slots.lock
 
 # run_dirs PID: the cgroup directories of hutch PID's runs, in every hierarchy.
-run_dirs() { ls -d /sys/fs/cgroup/*/hutch/run-"$1"-* 2>/dev/null; }
+run_dirs() { run_cgroup_dirs "$1"; }
 # alive PIDS...: those that are not zombies (an orphaned init waits a while for the host's pid 1
 # to reap it: a zombie holds nothing).
 alive() {
@@ -142,8 +142,12 @@ tok=$(uniq_sleep)
 hp=$!; bg_pids+=($hp)
 wait_until is_sleeping "$tok"
 slot=$(awk '{print int(($2 - 1073741824) / 65536)}' "$scratch/k9.out")
-is "$(run_dirs $hp | grep -cE '^/sys/fs/cgroup/(memory|pids)/')" 2 \
-    "kill -9: before, the run has its memory and pids cgroups ($(run_dirs $hp | wc -l) directories in all)"
+if [ "$cgroup_mode" = v2 ]; then
+    is "$(run_dirs $hp | grep -cE '^/sys/fs/cgroup/hutch/')" 1 "kill -9: before, the run has its cgroup2 group"
+else
+    is "$(run_dirs $hp | grep -cE '^/sys/fs/cgroup/(memory|pids)/')" 2 \
+        "kill -9: before, the run has its memory and pids cgroups ($(run_dirs $hp | wc -l) directories in all)"
+fi
 nprocs=$(run_procs $hp | wc -w)
 if [ "$nprocs" -ge 2 ]; then ok "kill -9: before, $nprocs processes in its cgroup (init, sleep)"
 else not_ok "kill -9: before, $nprocs processes in its cgroup (init, sleep)"; fi
@@ -225,7 +229,9 @@ if command -v strace >/dev/null; then
     # v1 groups, made while the child builds its root and handed to it by the second sendmsg.
     kill_in_setup "kill -9 with the cgroup2 group made, before the clone" 1 \
         -e trace=clone3 -e inject=clone3:delay_enter=500000:when=1
-    kill_in_setup "kill -9 with every cgroup made, before the child joins them" 3 \
+    # pure v2: the one cgroup2 group is all there is
+    kill_in_setup "kill -9 with every cgroup made, before the child joins them" \
+        "$([ "$cgroup_mode" = v2 ] && echo 1 || echo 3)" \
         -e trace=sendmsg -e inject=sendmsg:delay_enter=500000:when=2
 else
     skip "kill -9 during setup" "no strace"
@@ -280,7 +286,7 @@ if [ ! -x "$fast" ]; then
     skip "200 runs in a row" "build/hutch is not built"
 else
     "$fast" run -- true  # the template exists before the first snapshot
-    snap_dirs() { ls -d /sys/fs/cgroup/*/hutch/run-* 2>/dev/null | sort; }
+    snap_dirs() { run_cgroup_dirs '*' | sort; }
     snap_procs() { ps -e -o pid=,stat= | awk '$2 !~ /^Z/ {print $1}' | sort; }
     snap_tree() { find "$HUTCH_RUN_DIR" "$HUTCH_STATE_DIR" 2>/dev/null | sort; }
     snap_tmp() { ls -A /tmp | sort; }

@@ -14,6 +14,19 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# The host's cgroup mode as hutch detects it (v2, hybrid or v1), for checks that read the
+# kernel's files: pure v2 (a stock Debian 12 host, tests/guest/) puts a run's one group at
+# /sys/fs/cgroup/hutch/run-PID-N, the others under /sys/fs/cgroup/<hierarchy>/hutch/.
+case $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) in
+cgroup2fs) cgroup_mode=v2 ;;
+*) [ "$(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ] && cgroup_mode=hybrid || cgroup_mode=v1 ;;
+esac
+# run_cgroup_dirs PID: the cgroup directories of hutch PID's runs (PID may be a glob, "*"), in
+# every hierarchy of every mode.
+run_cgroup_dirs() {
+    ls -d /sys/fs/cgroup/*/hutch/run-$1-* /sys/fs/cgroup/hutch/run-$1-* 2>/dev/null
+}
+
 tap_n=0
 tap_failed=0
 ok() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $*"; }

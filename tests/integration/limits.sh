@@ -14,8 +14,13 @@ bg_run() {
     bg_pids+=("$BG_PID")
 }
 bg_wait() { wait "$BG_PID"; echo $? >"$1.rc"; }
-# cgroup_file CTRL PID FILE: path of FILE in the cgroup of the run whose hutch pid is PID.
-cgroup_file() { ls -d /sys/fs/cgroup/"$1"/hutch/run-"$2"-*/"$3" 2>/dev/null | head -n 1; }
+# cgroup_file CTRL PID FILE: path of FILE in the cgroup of the run whose hutch pid is PID (its
+# CTRL hierarchy on v1 and hybrid, its one group on pure v2).
+cgroup_file() {
+    local hier=/sys/fs/cgroup/$1
+    [ "$cgroup_mode" = v2 ] && hier=/sys/fs/cgroup
+    ls -d "$hier"/hutch/run-"$2"-*/"$3" 2>/dev/null | head -n 1
+}
 # wait_for CMD...: polls (5 s) until CMD prints something, and prints it.
 wait_for() {
     local i out
@@ -75,9 +80,11 @@ else not_ok "CPU timeout 500ms: cpu_ms $cpu in [500, 1500)"; fi
 
 # Memory charged to sandboxes (anon and tmpfs) is counted in hutch's parent memory cgroup; what
 # the host calls free memory is no measure on this VM (freed pages go back to the hypervisor).
+memory_stat=/sys/fs/cgroup/memory/hutch/memory.stat
+[ "$cgroup_mode" = v2 ] && memory_stat=/sys/fs/cgroup/hutch/memory.stat
 sandbox_mem() {
-    awk '$1 == "total_rss" || $1 == "total_shmem" {n += $2} END {print n + 0}' \
-        /sys/fs/cgroup/memory/hutch/memory.stat 2>/dev/null
+    awk '$1 == "total_rss" || $1 == "total_shmem" || $1 == "anon" || $1 == "shmem" {n += $2}
+        END {print n + 0}' "$memory_stat" 2>/dev/null
 }
 sbm_before=$(sandbox_mem)
 out=$(hjson --memory 64M -- python3 -c 'b = b"x" * (256 << 20); print(len(b))'); rc=$?
@@ -106,7 +113,7 @@ for i in $(seq 50); do  # other sessions' sandboxes may come and go: let them
     [ "$sbm_after" -le $((sbm_before + (16 << 20))) ] && break
     sleep 0.1; sbm_after=$(sandbox_mem)
 done
-if [ -f /sys/fs/cgroup/memory/hutch/memory.stat ]; then
+if [ -f "$memory_stat" ]; then
     if [ "$sbm_after" -le $((sbm_before + (16 << 20))) ]; then
         ok "memory bombs: sandbox anon+tmpfs memory back to $sbm_after bytes (was $sbm_before)"
     else not_ok "memory bombs: sandbox anon+tmpfs memory back to $sbm_after bytes (was $sbm_before)"; fi
@@ -169,17 +176,19 @@ like "$(jfield "$out" message)" "uid-slots.lock" "XX: message names the lock fil
 err=$(HUTCH_STATE_DIR=$scratch/a-file hrun -- true 2>&1 >/dev/null); rc=$?
 like "$err/$rc" "^hutch: XX: .*Not a directory/2$" "XX without --json: one line on stderr, exit 2"
 
-# The host has no controllers on cgroup2: forcing v2 must fail clearly and leave nothing.
-export HUTCH_CGROUP_MODE=v2
+# The other mode forced: on hybrid, cgroup2 has no controllers (v2); on pure v2 no v1 hierarchy
+# is mounted (hybrid). Either must fail clearly and leave nothing.
+other=v2
+[ "$cgroup_mode" = v2 ] && other=hybrid
+export HUTCH_CGROUP_MODE=$other
 bg_run "$scratch/v2" --memory 64M -- true
 unset HUTCH_CGROUP_MODE
 v2pid=$BG_PID
 bg_wait "$scratch/v2"
 out=$(cat "$scratch/v2")
-is "$(jfield "$out" status)/$(cat "$scratch/v2.rc")" "XX/2" "HUTCH_CGROUP_MODE=v2 on this host: XX, exit 2"
-like "$(jfield "$out" message)" "memory" "forced v2: message names the missing controller"
-left=$(ls -d /sys/fs/cgroup/*/hutch/run-"$v2pid"-* 2>/dev/null)
-is "$left" "" "forced v2: no cgroup directory left behind"
+is "$(jfield "$out" status)/$(cat "$scratch/v2.rc")" "XX/2" "HUTCH_CGROUP_MODE=$other on this $cgroup_mode host: XX, exit 2"
+like "$(jfield "$out" message)" "memory" "forced $other: message names the missing controller"
+is "$(run_cgroup_dirs "$v2pid")" "" "forced $other: no cgroup directory left behind"
 
 # --- exit statuses and usage errors -------------------------------------------------------
 
@@ -221,11 +230,20 @@ like "$out/$rc" "usage: hutch run.*--output-limit.*/0$" "--help: usage on stdout
 bg_run "$scratch/lim" --memory 100M --pids 64 --nofile 64 --cpu-time 5 -- \
     sh -c 'ulimit -n; ulimit -Hn; ulimit -St; ulimit -Ht; sleep 2'
 lim_pid=$BG_PID
-f=$(wait_for cgroup_file memory "$lim_pid" memory.limit_in_bytes)
-is "$(cat "$f" 2>/dev/null)" 104857600 "--memory 100M: memory.limit_in_bytes of the run's cgroup"
-f=$(cgroup_file memory "$lim_pid" memory.memsw.limit_in_bytes)
-if [ -n "$f" ]; then is "$(cat "$f")" 104857600 "--memory 100M: memory.memsw.limit_in_bytes too (no swap on top)"
-else skip "--memory 100M: memsw" "no swap accounting on this kernel"; fi
+if [ "$cgroup_mode" = v2 ]; then
+    f=$(wait_for cgroup_file memory "$lim_pid" memory.max)
+    is "$(cat "$f" 2>/dev/null)" 104857600 "--memory 100M: memory.max of the run's cgroup"
+    is "$(cat "$(cgroup_file memory "$lim_pid" memory.swap.max)" 2>/dev/null)" 0 \
+        "--memory 100M: memory.swap.max 0 (no swap on top)"
+    is "$(cat "$(cgroup_file memory "$lim_pid" memory.oom.group)" 2>/dev/null)" 1 \
+        "--memory 100M: memory.oom.group 1 (an OOM kill takes the whole sandbox)"
+else
+    f=$(wait_for cgroup_file memory "$lim_pid" memory.limit_in_bytes)
+    is "$(cat "$f" 2>/dev/null)" 104857600 "--memory 100M: memory.limit_in_bytes of the run's cgroup"
+    f=$(cgroup_file memory "$lim_pid" memory.memsw.limit_in_bytes)
+    if [ -n "$f" ]; then is "$(cat "$f")" 104857600 "--memory 100M: memory.memsw.limit_in_bytes too (no swap on top)"
+    else skip "--memory 100M: memsw" "no swap accounting on this kernel"; fi
+fi
 f=$(cgroup_file pids "$lim_pid" pids.max)
 is "$(cat "$f" 2>/dev/null)" 64 "--pids 64: pids.max of the run's cgroup"
 bg_wait "$scratch/lim"
@@ -255,7 +273,7 @@ like "$(jfield "$out" status)/$(cat "$scratch/bomb.rc")" "^(TO|RE)/1$" "fork bom
 if [ $((t1 - t0)) -lt 10000 ]; then ok "fork bomb: over after $((t1 - t0)) ms"
 else not_ok "fork bomb: over after $((t1 - t0)) ms"; fi
 check "host can still fork after the bomb" sh -c '/bin/true & wait $!'
-is "$(ls -d /sys/fs/cgroup/*/hutch/run-"$bomb_pid"-* 2>/dev/null)" "" "fork bomb: its cgroups are gone"
+is "$(run_cgroup_dirs "$bomb_pid")" "" "fork bomb: its cgroups are gone"
 out=$(hjson $(probe hog) --pids 64 --timeout 20 -- /tmp/hog fork); rc=$?
 # 64 = init + the hog + 62 children
 is "$(jfield "$out" status)/$(jfield "$out" stdout | cut -d, -f1)/$rc" "OK/forked 62/0" \

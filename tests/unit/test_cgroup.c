@@ -2,9 +2,12 @@
  * /sys/fs/cgroup/<ctrl>, cgroup2 without controllers at /sys/fs/cgroup/unified). Hybrid uses
  * only the memory and pids v1 controllers and does CPU time, freezing and kill in its cgroup2
  * group; the mode-dependent tests run once for hybrid and once with HUTCH_CGROUP_MODE=v1 (all
- * four v1 controllers, freezer.state, freezer-based kill); forced v2 covers the v2 path. Every
- * group is named after our pid, every child is reaped, and nothing is left in the hierarchies
- * afterwards. */
+ * four v1 controllers, freezer.state, freezer-based kill); forced v2 covers the v2 path.
+ * On a pure cgroup v2 host (the test guest, tests/guest/) the native-v2 tests run instead: limits
+ * in memory.max, memory.swap.max, memory.oom.group and pids.max, OOM attribution from
+ * memory.events, cpu.stat, cgroup.freeze and cgroup.kill, all in /sys/fs/cgroup/hutch/NAME.
+ * Every group is named after our pid, every child is reaped, and nothing is left in the
+ * hierarchies afterwards. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +34,7 @@
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Every hierarchy a group could appear in; group_gone() checks them all, whatever the mode. */
-static const char *const all_hiers[] = {"memory", "pids", "cpuacct", "freezer", "unified"};
+static const char *const all_hiers[] = {"memory", "pids", "cpuacct", "freezer", "unified", ""};
 
 /* What one mode is expected to do on this host. Hybrid takes only the limits from v1 (memory,
  * pids) and does CPU time, freezing and kill in its cgroup2 group; pure v1 needs all four v1
@@ -47,6 +50,7 @@ struct mode {
     bool v1_freezer;          /* freezes through freezer.state, else through cgroup.freeze */
     const char *spaced_ctrl;  /* a controller the mode uses, re-mounted at a path with spaces */
     const char *missing_ctrl; /* a controller the mode needs, unmounted to see the error */
+    const char *cgroup2;      /* where its cgroup2 group is: "unified" (hybrid) or "" (pure v2) */
 };
 
 static const char *const hybrid_used[] = {"memory", "pids", "unified"};
@@ -65,6 +69,7 @@ static const struct mode mode_hybrid = {
     .v1_freezer = false,
     .spaced_ctrl = "pids",
     .missing_ctrl = "pids",
+    .cgroup2 = "unified",
 };
 
 static const struct mode mode_v1 = {
@@ -103,12 +108,13 @@ static void mode_group_name(char *buf, size_t size, const struct mode *m, const 
     snprintf(buf, size, "t%d-%s-%s", (int)getpid(), m->label, tag);
 }
 
-/* Path of hutch/NAME in one hierarchy ("memory", "unified", ...), plus an optional file. */
+/* Path of hutch/NAME in one hierarchy ("memory", "unified", ..., "" for a pure v2 host's root),
+ * plus an optional file. */
 static const char *group_path(char *buf, size_t size, const char *hier, const char *name,
                               const char *file)
 {
-    snprintf(buf, size, "/sys/fs/cgroup/%s/hutch/%s%s%s", hier, name, file ? "/" : "",
-             file ? file : "");
+    snprintf(buf, size, "/sys/fs/cgroup%s%s/hutch/%s%s%s", hier[0] ? "/" : "", hier, name,
+             file ? "/" : "", file ? file : "");
     return buf;
 }
 
@@ -528,7 +534,7 @@ static void test_placement(const struct mode *m)
     }
     for (size_t i = 0; i < m->n_unused; i++)
         ok(!group_exists(m->unused[i], name), "%s: still no group in %s", m->label, m->unused[i]);
-    ok(!procs_has("memory", name, getpid()), "%s: the caller itself was not moved", m->label);
+    ok(!procs_has(m->used[0], name, getpid()), "%s: the caller itself was not moved", m->label);
     struct cgroup_stats st;
     ok(cgroup_read_stats(cg, &st, &err) == 0, "%s: read stats", m->label);
     is_u64(st.pids_current, n, "%s: pids_current counts every child", m->label);
@@ -596,7 +602,7 @@ static uint64_t cpu_file_ns(const struct mode *m, const char *name)
 {
     if (m->v1_freezer)
         return read_group_u64("cpuacct", name, "cpuacct.usage");
-    uint64_t usec = read_group_key("unified", name, "cpu.stat", "usage_usec");
+    uint64_t usec = read_group_key(m->cgroup2, name, "cpu.stat", "usage_usec");
     return usec == UINT64_MAX ? usec : usec * 1000;
 }
 
@@ -659,10 +665,10 @@ static void check_frozen(const struct mode *m, const char *name, bool frozen)
                frozen ? "FROZEN" : "THAWED");
         return;
     }
-    is_str(read_group_file(buf, sizeof buf, "unified", name, "cgroup.freeze"),
-           frozen ? "1\n" : "0\n", "%s: unified cgroup.freeze reads %d", m->label, frozen);
-    is_u64(read_group_key("unified", name, "cgroup.events", "frozen"), frozen ? 1 : 0,
-           "%s: unified cgroup.events says frozen %d", m->label, frozen);
+    is_str(read_group_file(buf, sizeof buf, m->cgroup2, name, "cgroup.freeze"),
+           frozen ? "1\n" : "0\n", "%s: cgroup2 cgroup.freeze reads %d", m->label, frozen);
+    is_u64(read_group_key(m->cgroup2, name, "cgroup.events", "frozen"), frozen ? 1 : 0,
+           "%s: cgroup2 cgroup.events says frozen %d", m->label, frozen);
     ok(!group_exists("freezer", name), "%s: no v1 freezer group involved", m->label);
 }
 
@@ -1191,6 +1197,193 @@ static void test_forced_v2_placement(void)
     set_mode(NULL);
 }
 
+/* ---------- native cgroup v2 (a pure v2 host with delegated controllers) ---------- */
+
+/* /sys/fs/cgroup/hutch/NAME[/FILE] on a pure v2 host. */
+static const char *v2_path(char *buf, size_t size, const char *name, const char *file)
+{
+    return group_path(buf, size, "", name, file);
+}
+
+static bool v2_exists(const char *name)
+{
+    char path[256];
+    struct stat st;
+    return stat(v2_path(path, sizeof path, name, NULL), &st) == 0;
+}
+
+static void test_native_v2_limits(void)
+{
+    char name[64], buf[256], path[4096], want[256];
+    group_name(name, sizeof name, "v2n-limits");
+    struct cgroup_limits limits = {.memory_bytes = 32 * MIB, .pids = 64};
+    struct cgroup *cg = NULL;
+    err_t err;
+    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+        ok(0, "v2: create with limits: %s", err.msg);
+        return;
+    }
+    ok(v2_exists(name), "v2: the group is /sys/fs/cgroup/hutch/%s", name);
+    ok(cgroup_clone_into_fd(cg) >= 0, "v2: has a clone3 fd");
+    is_str(read_group_file(buf, sizeof buf, "", name, "memory.max"), "33554432\n",
+           "v2: memory.max");
+    is_str(read_group_file(buf, sizeof buf, "", name, "memory.swap.max"), "0\n",
+           "v2: memory.swap.max 0 (no swap on top of the limit)");
+    is_str(read_group_file(buf, sizeof buf, "", name, "memory.oom.group"), "1\n",
+           "v2: memory.oom.group 1 (an OOM kill takes the whole sandbox)");
+    is_str(read_group_file(buf, sizeof buf, "", name, "pids.max"), "64\n", "v2: pids.max");
+    read_group_file(buf, sizeof buf, "", "", "cgroup.subtree_control");
+    ok(strstr(buf, "memory") && strstr(buf, "pids") && strstr(buf, "cpu"),
+       "v2: hutch/ hands memory, pids and cpu down (%.*s)", (int)strcspn(buf, "\n"), buf);
+
+    ok_call(cgroup_file_path(cg, "", "memory.max", path, sizeof path, &err_), "v2: \"\" resolves");
+    is_str(path, v2_path(want, sizeof want, name, "memory.max"),
+           "v2: to memory.max of the group's directory");
+    ok(cgroup_file_path(cg, "memory", "memory.limit_in_bytes", path, sizeof path, &err) < 0 &&
+           err.errnum == ENOENT,
+       "v2: a v1 hierarchy is an error (%s)", err.msg);
+
+    struct cgroup *dup = (struct cgroup *)1;
+    ok(cgroup_create(name, &limits, &dup, &err) < 0 && dup == NULL && err.errnum == EEXIST,
+       "v2: a second group with the same name is refused (%s)", err.msg);
+    ok(v2_exists(name), "v2: the refused create left the first group alone");
+    int fds[4];
+    size_t n = 99;
+    ok_call(cgroup_self_attach_open(cg, fds, COUNT(fds), &n, &err_), "v2: self_attach_open");
+    is_u64(n, 0, "v2: no v1 hierarchy, so no tasks fd");
+    struct cgroup_stats st;
+    ok(cgroup_read_stats(cg, &st, &err) == 0 && st.pids_current == 0 && st.oom_kills == 0,
+       "v2: stats of an empty group");
+    ok_call(cgroup_destroy(cg, &err_), "v2: destroy");
+    ok(!v2_exists(name), "v2: no directory left");
+}
+
+static void fork_ten_then_report(void)
+{
+    int made = 0, eagain = 0;
+    for (int i = 0; i < 10; i++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            pause_forever();
+        if (pid > 0)
+            made++;
+        else if (errno == EAGAIN)
+            eagain++;
+    }
+    (*counter) = (uint64_t)made * 100 + (uint64_t)eagain;
+    pause_forever();
+}
+
+static void test_native_v2_pids(void)
+{
+    char name[64];
+    group_name(name, sizeof name, "v2n-pids");
+    struct cgroup_limits limits = {.pids = 4};
+    struct cgroup *cg = NULL;
+    err_t err;
+    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+        ok(0, "v2: create: %s", err.msg);
+        return;
+    }
+    *counter = UINT64_MAX;
+    int go;
+    pid_t pid = spawn_waiting(&go, fork_ten_then_report);
+    ok_call(cgroup_attach(cg, pid, &err_), "v2: attach");
+    release(go);
+    for (int i = 0; i < 400 && *counter == UINT64_MAX; i++)
+        sleep_ms(5);
+    is_u64(*counter, 3 * 100 + 7, "v2: pids.max 4: three forks made, seven refused with EAGAIN");
+    ok(wait_pids_current(cg, 4), "v2: pids_current is 4");
+    is_u64(read_group_key("", name, "pids.events", "max"), 7, "v2: pids.events counts 7 refusals");
+    ok_call(cgroup_kill(cg, &err_), "v2: kill");
+    ok(reap(pid) == SIGKILL, "v2: child died of SIGKILL");
+    is_u64(reap_any_killed(3), 3, "v2: its three children died of SIGKILL");
+    ok_call(cgroup_destroy(cg, &err_), "v2: destroy");
+    ok(!v2_exists(name), "v2: no directory left");
+}
+
+/* Everything that does not depend on v1 files runs through the mode-generic tests too. */
+static const char *const v2_used[] = {""};
+static const char *const v2_unused[] = {"memory", "pids", "cpuacct", "freezer", "unified"};
+static const struct mode mode_v2_native = {
+    .label = "v2",
+    .env = NULL,
+    .used = v2_used,
+    .n_used = COUNT(v2_used),
+    .unused = v2_unused,
+    .n_unused = COUNT(v2_unused),
+    .v1_count = 0,
+    .v1_freezer = false,
+    .cgroup2 = "",
+};
+
+static void test_native_v2_oom(void)
+{
+    char name[64];
+    group_name(name, sizeof name, "v2n-oom");
+    struct cgroup_limits limits = {.memory_bytes = 32 * MIB};
+    struct cgroup *cg = NULL;
+    err_t err;
+    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+        ok(0, "v2: create: %s", err.msg);
+        return;
+    }
+    int go;
+    pid_t pid = spawn_waiting(&go, touch_64mib);
+    ok_call(cgroup_attach(cg, pid, &err_), "v2: attach");
+    release(go);
+    ok(reap(pid) == SIGKILL, "v2: 64 MiB under a 32 MiB memory.max is killed");
+    struct cgroup_stats st;
+    ok_call(cgroup_read_stats(cg, &st, &err_), "v2: read stats");
+    uint64_t events = read_group_key("", name, "memory.events", "oom_kill");
+    ok(st.oom_kills >= 1 && st.oom_kills == events,
+       "v2: oom_kills from memory.events (%" PRIu64 ", file says %" PRIu64 ")", st.oom_kills,
+       events);
+    uint64_t peak = read_group_u64("", name, "memory.peak");
+    ok(st.memory_peak_bytes > 0 && st.memory_peak_bytes <= 32 * MIB && st.memory_peak_bytes == peak,
+       "v2: 0 < memory_peak <= limit, from memory.peak (%" PRIu64 ", file %" PRIu64 ")",
+       st.memory_peak_bytes, peak);
+    ok_call(cgroup_destroy(cg, &err_), "v2: destroy");
+    ok(!v2_exists(name), "v2: no directory left");
+}
+
+/* hybrid forced on a pure v2 host: no v1 hierarchy is mounted, so a clear error, nothing left. */
+static void test_native_v2_forced_hybrid(void)
+{
+    char name[64];
+    group_name(name, sizeof name, "v2n-hybrid");
+    set_mode("hybrid");
+    struct cgroup *cg = NULL;
+    err_t err = {0};
+    struct cgroup_limits limits = {.memory_bytes = 32 * MIB, .pids = 8};
+    int rc = cgroup_create(name, &limits, &cg, &err);
+    ok(rc < 0 && strstr(err.msg, "not mounted"), "v2 host, hybrid forced: refused (%s)",
+       rc < 0 ? err.msg : "created");
+    if (rc == 0)
+        cgroup_destroy(cg, NULL);
+    set_mode(NULL);
+    ok(group_gone(name) && !v2_exists(name), "v2 host, hybrid forced: nothing left behind");
+}
+
+static int test_native_v2(void)
+{
+    enum cgroup_mode mode;
+    err_t err;
+    ok(cgroup_detect(&mode, &err) == 0 && mode == CGROUP_MODE_V2, "this host is pure cgroup v2");
+    int fds_before = count_fds();
+    test_native_v2_limits();
+    test_native_v2_pids();
+    test_native_v2_oom();
+    test_placement(&mode_v2_native);
+    test_cpu(&mode_v2_native);
+    test_freeze(&mode_v2_native);
+    test_kill_tree(&mode_v2_native);
+    test_native_v2_forced_hybrid();
+    is_u64((uint64_t)count_fds(), (uint64_t)fds_before, "no fd leaked");
+    ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "no child left");
+    return done_testing();
+}
+
 /* Everything that depends on the mode, for one mode. */
 static void test_mode(const struct mode *m)
 {
@@ -1216,14 +1409,16 @@ int main(void)
     enum cgroup_mode mode;
     err_t err;
     unsetenv("HUTCH_CGROUP_MODE");
-    if (cgroup_detect(&mode, &err) < 0 || mode != CGROUP_MODE_HYBRID) {
-        printf("1..0 # SKIP written for a hybrid host\n");
+    if (cgroup_detect(&mode, &err) < 0 || (mode != CGROUP_MODE_HYBRID && mode != CGROUP_MODE_V2)) {
+        printf("1..0 # SKIP written for a hybrid or a pure cgroup v2 host\n");
         return 0;
     }
     /* Orphaned grandchildren come to us, so the kill tests can reap and check them. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     counter =
         mmap(NULL, sizeof *counter, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mode == CGROUP_MODE_V2)
+        return test_native_v2();
     int fds_before = count_fds();
 
     test_modes();
