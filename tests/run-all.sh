@@ -50,6 +50,12 @@ run_guest() {
     local names=() n
     for n in "${GUEST_TESTS[@]}"; do [[ guest/$n =~ $filter ]] && names+=("$n"); done
     [ "${#names[@]}" -gt 0 ] || return 0
+    # Opt-in for now: the guest suite takes about 17 minutes under TCG on a 2-core machine, and
+    # has not yet been proven from a fresh clone in CI (issue 7 continues).
+    if [ "${HUTCH_GUEST:-0}" != 1 ]; then
+        echo "guest: not run (HUTCH_GUEST=1 make test boots the Debian 6.1 / cgroup v2 guest)"
+        return 0
+    fi
     local why
     if ! why=$(bash tests/guest/guest.sh check); then
         echo "$why"
