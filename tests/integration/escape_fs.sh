@@ -58,7 +58,8 @@ if [ -n "$usrdir" ]; then
     targets+=("usec=$usrdir/secret" "uclosed=$usrdir/closed/open.txt" "uown=$usrdir/uid1000"
         "ugrp=$usrdir/grouproot" "upub=$usrdir/public.txt")
 else
-    diag "/usr/local is not writable here: the checks on host files under /usr are skipped"
+    skip "reading, writing and linking to host files under /usr (planted in /usr/local)" \
+        "/usr/local is not writable here"
 fi
 
 line() { awk -v op="$2" '$1 == op { print; exit }' <<<"$1"; }
