@@ -114,9 +114,9 @@ static const struct {
 } landlock_missing[] = {
     {2, "ABI 2 (Linux 5.19, file reparenting): moving or linking a file into another directory "
         "fails with EXDEV everywhere, the writable places too (mv falls back to copying)"},
-    {3, "ABI 3 (6.2, truncation): truncate(2) and O_TRUNC outside the writable places are "
-        "refused only by the read-only mounts and file modes (the sandbox's own /etc copy can "
-        "be emptied by --root, nothing of the host's)"},
+    {3, "ABI 3 (6.2, truncation): truncate(2) and O_RDONLY|O_TRUNC outside the writable "
+        "places are refused only by the read-only mounts and the files' owner (host root, "
+        "nobody inside)"},
     {5, "ABI 5 (6.10, device ioctls): nothing lost, devices exist only under /dev, where hutch "
         "allows them, and every other mount is nodev"},
     {6, "ABI 6 (6.12, signal and abstract-socket scoping): init stays out of the payload's "

@@ -267,7 +267,7 @@ is "$(echo $(jfield "$out" stdout))" "1024 31" "defaults inside: nofile 1024, RL
 
 # Looked at while it bombs: pids.current read until it is past half the limit (for as long as the
 # run lasts), not once after a fixed 2 s, which under TCG came after the run's end.
-bomb_timeout=8
+bomb_timeout=6
 t0=$(now_ms)
 bg_run "$scratch/bomb" --pids 64 --timeout "$bomb_timeout" -- bash -c ':(){ :|:& };:; sleep 30'
 bomb_pid=$BG_PID
