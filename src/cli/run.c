@@ -647,6 +647,9 @@ static int start(struct run *r, err_t *err)
         r->mounts[i] = (struct jail_mount){.host_path = r->opt.binds[i].host_path,
                                            .sandbox_path = r->opt.binds[i].sandbox_path};
 
+    struct cgroup_host *cgroups = hutch_cgroup_host(err);
+    if (!cgroups)
+        return -1;
     struct template_paths tpl;
     if (template_prepare_base(hutch_state_dir(), &tpl, err) < 0)
         return -1;
@@ -669,6 +672,7 @@ static int start(struct run *r, err_t *err)
     static unsigned counter;
     snprintf(name, sizeof name, "run-%d-%u", (int)getpid(), counter++);
     struct jail_spec spec = {
+        .cgroups = cgroups,
         .name = name,
         .template_dir = tpl.rootfs,
         .usr_dir = "/usr",

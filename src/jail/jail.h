@@ -1,13 +1,22 @@
 /* The isolation core: a sandbox description in, a running sandbox out.
  *
- *   struct jail_spec  what to build (layers, files, limits, network mode, uid range, user, argv)
- *   jail_start()      builds it: cgroup, clone3 into fresh namespaces, maps, rootfs, drops, exec
- *   struct jail       what is running: init's pid and pidfd, the control channel, the cgroup
- *   jail_destroy()    kills and removes everything the sandbox owned
+ *   struct jail_spec      what to build (layers, files, limits, network mode, uid range, user, argv)
+ *   jail_start_begin()    cgroup, clone3 into fresh namespaces, maps, go: returns at once
+ *   jail_start_complete() when the control channel is readable: READY, or the child's error
+ *   struct jail           what is running: init's pid and pidfd, the control channel, the cgroup
+ *   jail_kill(), jail_reap_init(), jail_remove(), jail_close()   the steps of destroy
+ *   jail_freeze_start(), jail_frozen()                            pause and resume
+ *   jail_start(), jail_destroy(), jail_set_frozen()               blocking compositions
  *
  * Inside, pid 1 is hutch init (src/init/): it forks the payload, reaps, and reports the payload's
- * fate over the control channel (messages in src/init/init_msg.h). `hutch run` is the first
- * client; the daemon uses the same calls. */
+ * fate over the control channel (messages in src/jail/control.h). `hutch run` is the first
+ * client; the daemon uses the same calls.
+ *
+ * The caller's contract: one thread calls into this library (no locking inside); the caller may
+ * handle SIGCHLD and reap its own children, but not with __WALL or __WCLONE: init is cloned with
+ * no exit signal, so a waitpid(-1) never takes it, and its status comes through its pidfd. Nothing
+ * here raises SIGPIPE (every write to a socket or pipe uses MSG_NOSIGNAL or a socket), sleeps
+ * (except the blocking compositions) or exits the process. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -73,6 +82,7 @@ struct jail_mount {
 };
 
 struct jail_spec {
+    struct cgroup_host *cgroups; /* the process's (cgroup_host_open) */
     const char *name;         /* unique; names the cgroup ("run-PID-N") */
     const char *template_dir; /* read-only lower layer: a prepared rootfs (see template.h) */
     const char *usr_dir;      /* read-only lower of /usr, normally the host's "/usr" */
@@ -105,13 +115,19 @@ struct jail {
     char name[80];
     pid_t pid;        /* host pid of the sandbox's init */
     int pidfd;        /* pidfd of init: readable when init has exited */
-    int control_fd;   /* SOCK_SEQPACKET to init (src/init/init_msg.h) */
+    int control_fd;   /* SOCK_SEQPACKET to init (src/jail/control.h), non-blocking */
     int output_dirfd; /* the sandbox's /output, readable after it dies; -1 if not asked */
     struct cgroup *cgroup;
-    uint64_t start_ns; /* CLOCK_MONOTONIC when the payload was forked (READY) */
-    pid_t keeper_pid;  /* the cleanup keeper, or 0 */
-    int keeper_fd;     /* write end of its pipe: a byte means "done", EOF means "clean up" */
+    uint64_t setup_deadline_ns; /* CLOCK_MONOTONIC: jail_start_complete fails after it */
+    uint64_t start_ns;          /* CLOCK_MONOTONIC when the payload was forked (READY) */
+    bool ready;                 /* READY received */
+    bool init_reaped;           /* init's status is in init_status */
+    int init_status;            /* as waitpid gives it */
+    pid_t keeper_pid;           /* the cleanup keeper, or 0 */
+    int keeper_fd;              /* its socket: a byte means "done", EOF means "clean up" */
 };
+
+#define JAIL_SETUP_TIMEOUT_MS 30000 /* from jail_start_begin to READY */
 
 /* In the freshly cloned child: the setup sequence from inside, then init. Never returns. */
 _Noreturn void jail_child_main(const struct jail_spec *spec, int ctl,
@@ -122,10 +138,48 @@ _Noreturn void jail_exec_payload(const struct jail_spec *spec, int ctl,
                                  const struct seccomp_program *prog);
 uint64_t jail_now_ns(void);
 
-/* Builds and starts the sandbox. On failure nothing is left behind and err says why. A failure
- * inside the child during setup (mount, pivot, exec setup) is reported through err too. */
+/* ---- start ---- */
+
+/* Validates the spec, makes the cgroup, clones the child, writes its id maps and tells it to go;
+ * returns without waiting for the child. On failure nothing is left behind and err says why. On
+ * success the caller waits for control_fd to be readable (until setup_deadline_ns), then calls
+ * jail_start_complete. */
+int jail_start_begin(const struct jail_spec *spec, struct jail *out, err_t *err);
+/* Reads what the child said: 0 when the sandbox is ready, 1 when nothing has arrived yet (call
+ * again when control_fd is readable), -1 when setup failed or the deadline passed (err says why,
+ * from the child's own report where there is one; the caller then destroys the sandbox). */
+int jail_start_complete(struct jail *jail, err_t *err);
+/* Both, waiting in between (bounded by the deadline, whatever signals arrive). On failure
+ * everything is destroyed. */
 int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err);
-/* Kills everything in the sandbox and removes its cgroup; closes fds; reaps init. Idempotent. */
+
+/* ---- pause ---- */
+
+/* Freezes or thaws every process in the sandbox; returns at once. The freeze completes when the
+ * tasks next return to user space: jail_frozen says when (on cgroup2 the cgroup's events fd,
+ * cgroup_open_events_fd, wakes a poll on it). */
+int jail_freeze_start(struct jail *jail, bool frozen, err_t *err);
+int jail_frozen(struct jail *jail, bool *frozen, err_t *err);
+/* Freezes and waits until frozen (bounded), or thaws. */
+int jail_set_frozen(struct jail *jail, bool frozen, err_t *err);
+
+/* ---- destroy ---- */
+
+/* SIGKILLs every process in the sandbox, frozen or not, and returns. Then pidfd becomes readable
+ * once init is gone, and with init the whole pid namespace (the kernel kills and reaps the rest
+ * before init's exit completes). */
+int jail_kill(struct jail *jail, err_t *err);
+/* Collects init's exit status through its pidfd, correct even when the caller reaps its own
+ * children meanwhile. 1 when reaped (init_status set), 0 when init is still running, -1 on error.
+ * A death of init by its own seccomp filter is an error that says so. */
+int jail_reap_init(struct jail *jail, err_t *err);
+/* Removes the cgroup once init is reaped: 0, or -1 with errnum EBUSY while exiting processes are
+ * still counted (try again after the cgroup's next event or a short timer). */
+int jail_remove(struct jail *jail, err_t *err);
+/* Closes what is left (fds, the cgroup handle) and tells the keeper whether cleanup is done.
+ * Idempotent. */
+void jail_close(struct jail *jail);
+/* kill, reap, remove, close, waiting as needed (bounded). Idempotent. */
 int jail_destroy(struct jail *jail, err_t *err);
 /* After jail_destroy: waits for the keeper, which exits on its own once told. Separate so that
  * the caller can do its own work (print the result) meanwhile. Idempotent. */

@@ -1,0 +1,183 @@
+/* The parent side of a running sandbox: pause and resume, and destroy as steps (kill, reap init
+ * through its pidfd, remove the cgroup, close) that never wait, plus their blocking
+ * compositions for `hutch run`. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jail/jail.h"
+
+#define DESTROY_TIMEOUT_MS 5000 /* kill to init gone, and again to the cgroup removed */
+
+/* ---------- pause ---------- */
+
+int jail_freeze_start(struct jail *jail, bool frozen, err_t *err)
+{
+    if (!jail->cgroup)
+        return err_set(err, ESRCH, "sandbox %s: not running", jail->name);
+    return cgroup_freeze_start(jail->cgroup, frozen, err);
+}
+
+int jail_frozen(struct jail *jail, bool *frozen, err_t *err)
+{
+    if (!jail->cgroup)
+        return err_set(err, ESRCH, "sandbox %s: not running", jail->name);
+    return cgroup_frozen(jail->cgroup, frozen, err);
+}
+
+int jail_set_frozen(struct jail *jail, bool frozen, err_t *err)
+{
+    if (!jail->cgroup)
+        return err_set(err, ESRCH, "sandbox %s: not running", jail->name);
+    return cgroup_set_frozen(jail->cgroup, frozen, err);
+}
+
+/* ---------- destroy, step by step ---------- */
+
+int jail_kill(struct jail *jail, err_t *err)
+{
+    int rc = 0;
+    /* init first: its death empties the pid namespace, whatever the cgroup can do. On a v1
+     * freezer a frozen init keeps this SIGKILL pending: the cgroup kill below thaws it. */
+    if (!jail->init_reaped && jail->pidfd >= 0 &&
+        syscall(SYS_pidfd_send_signal, jail->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+        rc = err_set(err, errno, "sandbox %s: kill init", jail->name);
+    if (jail->cgroup && cgroup_kill_start(jail->cgroup, NULL, rc < 0 ? NULL : err) < 0)
+        rc = -1;
+    return rc;
+}
+
+/* What waitid says, as waitpid would have said it. */
+static int status_of(const siginfo_t *info)
+{
+    switch (info->si_code) {
+    case CLD_EXITED:
+        return (info->si_status & 0xff) << 8;
+    case CLD_KILLED:
+        return info->si_status & 0x7f;
+    case CLD_DUMPED:
+        return (info->si_status & 0x7f) | 0x80;
+    }
+    return 0;
+}
+
+int jail_reap_init(struct jail *jail, err_t *err)
+{
+    if (jail->init_reaped)
+        return 1;
+    if (jail->pidfd < 0)
+        return err_set(err, EBADF, "sandbox %s: no pidfd for init", jail->name);
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    /* __WALL: init has no exit signal (jail_start_begin), which plain waits skip. */
+    if (waitid(P_PIDFD, (id_t)jail->pidfd, &info, WEXITED | WNOHANG | __WALL) < 0) {
+        if (errno == EINTR)
+            return 0;
+        return err_set(err, errno, "sandbox %s: wait for init", jail->name);
+    }
+    if (info.si_pid == 0)
+        return 0;
+    jail->init_reaped = true;
+    jail->init_status = status_of(&info);
+    jail->pid = 0;
+    /* Init's own filter is an allow-list: a call it lacks kills init, and the sandbox with it.
+     * Never the program's fault, so never silent. */
+    if (WIFSIGNALED(jail->init_status) && WTERMSIG(jail->init_status) == SIGSYS)
+        return err_set(err, 0, "sandbox %s: init was killed by its seccomp filter (SIGSYS)",
+                       jail->name);
+    return 1;
+}
+
+int jail_remove(struct jail *jail, err_t *err)
+{
+    if (!jail->cgroup)
+        return 0;
+    return cgroup_remove(jail->cgroup, err);
+}
+
+/* Tells the keeper that everything is gone (a byte) or that it must clean up (EOF). It exits
+ * either way; jail_reap collects it. */
+static void keeper_release(struct jail *jail, bool cleaned_up)
+{
+    if (jail->keeper_fd < 0)
+        return;
+    if (cleaned_up) {
+        char byte = 'd';
+        (void)!send(jail->keeper_fd, &byte, 1, MSG_NOSIGNAL);
+    }
+    close(jail->keeper_fd);
+    jail->keeper_fd = -1;
+}
+
+void jail_close(struct jail *jail)
+{
+    bool removed = !jail->cgroup || cgroup_removed(jail->cgroup);
+    cgroup_free(jail->cgroup);
+    jail->cgroup = NULL;
+    keeper_release(jail, removed);
+    int *fds[] = {&jail->pidfd, &jail->control_fd, &jail->output_dirfd};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+        *fds[i] = -1;
+    }
+}
+
+void jail_reap(struct jail *jail)
+{
+    if (jail->keeper_pid > 0) {
+        while (waitpid(jail->keeper_pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        jail->keeper_pid = 0;
+    }
+}
+
+/* ---------- destroy, waiting ---------- */
+
+static void wait_fd(int fd, short events, int ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = events};
+    poll(fd >= 0 ? &pfd : NULL, fd >= 0 ? 1 : 0, ms);
+}
+
+int jail_destroy(struct jail *jail, err_t *err)
+{
+    int rc = 0;
+    uint64_t deadline = jail_now_ns() + DESTROY_TIMEOUT_MS * 1000000ull;
+    if (jail->pidfd >= 0 && !jail->init_reaped) {
+        if (jail_kill(jail, err) < 0)
+            rc = -1;
+        int reaped;
+        while ((reaped = jail_reap_init(jail, rc < 0 ? NULL : err)) == 0) {
+            if (jail_now_ns() >= deadline) {
+                rc = rc < 0 ? rc
+                            : err_set(err, ETIMEDOUT, "sandbox %s: init still alive %d ms after "
+                                      "SIGKILL", jail->name, DESTROY_TIMEOUT_MS);
+                break;
+            }
+            wait_fd(jail->pidfd, POLLIN, 10);
+        }
+        if (reaped < 0)
+            rc = -1;
+    }
+    if (jail->cgroup) {
+        /* Kills what is left (a process that joined outside the namespace) and waits, bounded,
+         * for the directories to go; frees the handle either way. */
+        err_t local;
+        bool removed = cgroup_destroy(jail->cgroup, &local) == 0;
+        jail->cgroup = NULL;
+        if (!removed) {
+            if (rc == 0 && err)
+                *err = local;
+            rc = -1;
+        }
+        keeper_release(jail, removed);
+    }
+    jail_close(jail);
+    return rc;
+}
