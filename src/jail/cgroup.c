@@ -733,6 +733,12 @@ int cgroup_frozen(struct cgroup *cg, bool *frozen, err_t *err)
  * only the kernel's files, which go with it, and its child groups). */
 static int cgroup_rmdir_tree(int dirfd, const char *name, int depth)
 {
+    /* Most groups have no children: one rmdir. A parent with children says EBUSY, as does one
+     * with exiting members; only then are its subdirectories looked for. */
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EBUSY)
+        return -1;
     if (depth < CGROUP_MAX_DEPTH) {
         int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)

@@ -129,13 +129,15 @@ struct jail {
 
 #define JAIL_SETUP_TIMEOUT_MS 30000 /* from jail_start_begin to READY */
 
-/* In the freshly cloned child: the setup sequence from inside, then init. Never returns. */
-_Noreturn void jail_child_main(const struct jail_spec *spec, int ctl,
-                               const struct seccomp_program *prog);
-/* In the payload process forked by init: stdio, cwd, drops, Landlock, seccomp, execve. Reports
- * an exec failure over ctl and exits 127. Never returns. */
-_Noreturn void jail_exec_payload(const struct jail_spec *spec, int ctl,
-                                 const struct seccomp_program *prog);
+/* In the freshly cloned child: the setup sequence from inside, then the exec of hutch init.
+ * Never returns. */
+_Noreturn void jail_child_main(const struct jail_spec *spec, int ctl);
+/* The name init runs under (its argv[0]): the binary is this process's own, and main() hands a
+ * process started as pid 1 under this name to init_main (src/init/init.h). */
+#define JAIL_INIT_ARGV0 "hutch-init"
+/* An fd of this process's own executable (close-on-exec), opened once; the child execs init
+ * through it. -1 if it could not be opened (jail_start_begin then fails). */
+int jail_init_exec_fd(void);
 uint64_t jail_now_ns(void);
 
 /* ---- start ---- */

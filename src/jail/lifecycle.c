@@ -149,15 +149,17 @@ int jail_destroy(struct jail *jail, err_t *err)
 {
     int rc = 0;
     uint64_t deadline = jail_now_ns() + DESTROY_TIMEOUT_MS * 1000000ull;
+    /* Usually init is gone already (the payload ended): then there is nothing to kill. */
     if (jail->pidfd >= 0 && !jail->init_reaped) {
-        if (jail_kill(jail, err) < 0)
+        int reaped = jail_reap_init(jail, err);
+        if (reaped == 0 && jail_kill(jail, err) < 0)
             rc = -1;
-        int reaped;
-        while ((reaped = jail_reap_init(jail, rc < 0 ? NULL : err)) == 0) {
+        while (reaped == 0 && (reaped = jail_reap_init(jail, rc < 0 ? NULL : err)) == 0) {
             if (jail_now_ns() >= deadline) {
                 rc = rc < 0 ? rc
-                            : err_set(err, ETIMEDOUT, "sandbox %s: init still alive %d ms after "
-                                      "SIGKILL", jail->name, DESTROY_TIMEOUT_MS);
+                            : err_set(err, ETIMEDOUT,
+                                      "sandbox %s: init still alive %d ms after SIGKILL",
+                                      jail->name, DESTROY_TIMEOUT_MS);
                 break;
             }
             wait_fd(jail->pidfd, POLLIN, 10);

@@ -25,6 +25,14 @@
 #include "util/fds.h"
 #include "util/proctitle.h"
 
+int jail_init_exec_fd(void)
+{
+    static int fd = -1;
+    if (fd < 0)
+        fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    return fd;
+}
+
 uint64_t jail_now_ns(void)
 {
     struct timespec ts;
@@ -365,9 +373,11 @@ int jail_start_begin(const struct jail_spec *spec, struct jail *out, err_t *err)
     out->setup_deadline_ns = jail_now_ns() + JAIL_SETUP_TIMEOUT_MS * 1000000ull;
     if (validate_spec(spec, err) < 0)
         return -1;
-    const struct seccomp_program *prog = seccomp_for(spec->seccomp, err);
-    if (!prog)
+    /* Init loads the program itself; an unknown profile is refused here, before anything. */
+    if (!seccomp_for(spec->seccomp, err))
         return -1;
+    if (jail_init_exec_fd() < 0)
+        return err_set(err, errno, "open /proc/self/exe (to exec hutch init in the sandbox)");
     struct cgroup_limits cg_limits = {.memory_bytes = spec->limits.memory_bytes,
                                       .pids = spec->limits.pids};
     /* The keeper first: from the first mkdir on, a SIGKILLed supervisor leaves nothing. */
@@ -388,7 +398,7 @@ int jail_start_begin(const struct jail_spec *spec, struct jail *out, err_t *err)
         close(out->control_fd);
         if (out->keeper_fd >= 0)
             close(out->keeper_fd); /* or the keeper would never see the supervisor die */
-        jail_child_main(spec, child_end, prog);
+        jail_child_main(spec, child_end);
     }
     close(child_end);
     out->pid = pid;
