@@ -13,8 +13,8 @@
  * client; the daemon uses the same calls.
  *
  * The caller's contract: one thread calls into this library (no locking inside); the caller may
- * handle SIGCHLD and reap its own children, but not with __WALL or __WCLONE: init is cloned with
- * no exit signal, so a waitpid(-1) never takes it, and its status comes through its pidfd. Nothing
+ * handle SIGCHLD and reap its own children (init's status then still comes through its pidfd on
+ * Linux 6.15+, see jail_reap_init; reaping by pid keeps it on any kernel). Nothing
  * here raises SIGPIPE (every write to a socket or pipe uses MSG_NOSIGNAL or a socket), sleeps
  * (except the blocking compositions) or exits the process. */
 #pragma once
@@ -171,9 +171,11 @@ int jail_set_frozen(struct jail *jail, bool frozen, err_t *err);
  * once init is gone, and with init the whole pid namespace (the kernel kills and reaps the rest
  * before init's exit completes). */
 int jail_kill(struct jail *jail, err_t *err);
-/* Collects init's exit status through its pidfd, correct even when the caller reaps its own
- * children meanwhile. 1 when reaped (init_status set), 0 when init is still running, -1 on error.
- * A death of init by its own seccomp filter is an error that says so. */
+/* Collects init's exit status through its pidfd: 1 when init has ended (init_status set, -1 if
+ * unknown), 0 while it runs, -1 with err when it died of its own seccomp filter, when its status
+ * is unknown, or on error. If the caller's own reaper (waitpid(-1)) took init first, the status
+ * comes from the pidfd (PIDFD_INFO_EXIT, Linux 6.15+); an older kernel cannot tell it, which is
+ * then the error. */
 int jail_reap_init(struct jail *jail, err_t *err);
 /* Removes the cgroup once init is reaped: 0, or -1 with errnum EBUSY while exiting processes are
  * still counted (try again after the cgroup's next event or a short timer). */

@@ -5,6 +5,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -13,6 +15,17 @@
 #include "jail/jail.h"
 
 #define DESTROY_TIMEOUT_MS 5000 /* kill to init gone, and again to the cgroup removed */
+
+/* PIDFD_GET_INFO (Linux 6.15), for headers that predate it: its first version, 64 bytes. With
+ * PIDFD_INFO_EXIT it gives a reaped process's wait status through its pidfd. */
+struct pidfd_info_v0 {
+    uint64_t mask;
+    uint64_t cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t exit_code;
+};
+#define PIDFD_INFO_EXIT_BIT  (1u << 3)
+#define PIDFD_GET_INFO_V0    _IOWR(0xFF, 11, struct pidfd_info_v0)
 
 /* ---------- pause ---------- */
 
@@ -66,28 +79,54 @@ static int status_of(const siginfo_t *info)
     return 0;
 }
 
+/* The status of a process someone else reaped, from its pidfd: -1 when the kernel cannot say. */
+static int status_from_pidfd(int pidfd)
+{
+    struct pidfd_info_v0 info;
+    memset(&info, 0, sizeof info);
+    info.mask = PIDFD_INFO_EXIT_BIT;
+    if (ioctl(pidfd, PIDFD_GET_INFO_V0, &info) < 0 || !(info.mask & PIDFD_INFO_EXIT_BIT))
+        return -1;
+    return info.exit_code;
+}
+
 int jail_reap_init(struct jail *jail, err_t *err)
 {
     if (jail->init_reaped)
         return 1;
     if (jail->pidfd < 0)
         return err_set(err, EBADF, "sandbox %s: no pidfd for init", jail->name);
+    /* Readable once init has exited; until then it is running (or a zombie not yet readable). */
+    struct pollfd pfd = {.fd = jail->pidfd, .events = POLLIN};
+    if (poll(&pfd, 1, 0) == 0)
+        return 0;
     siginfo_t info;
     memset(&info, 0, sizeof info);
-    /* __WALL: init has no exit signal (jail_start_begin), which plain waits skip. */
-    if (waitid(P_PIDFD, (id_t)jail->pidfd, &info, WEXITED | WNOHANG | __WALL) < 0) {
-        if (errno == EINTR)
+    /* Exec gave init SIGCHLD as its exit signal, so a caller that reaps with waitpid(-1) can take
+     * it first: then the kernel still tells its status through the pidfd (6.15+). */
+    int status = -1;
+    if (waitid(P_PIDFD, (id_t)jail->pidfd, &info, WEXITED | WNOHANG | __WALL) == 0) {
+        if (info.si_pid == 0)
             return 0;
+        status = status_of(&info);
+    } else if (errno == ECHILD) {
+        status = status_from_pidfd(jail->pidfd);
+    } else if (errno == EINTR) {
+        return 0;
+    } else {
         return err_set(err, errno, "sandbox %s: wait for init", jail->name);
     }
-    if (info.si_pid == 0)
-        return 0;
     jail->init_reaped = true;
-    jail->init_status = status_of(&info);
+    jail->init_status = status;
     jail->pid = 0;
+    if (status == -1)
+        return err_set(err, 0,
+                       "sandbox %s: init has ended, but another reaper collected its status and "
+                       "this kernel cannot tell it through the pidfd (Linux 6.15+ can)",
+                       jail->name);
     /* Init's own filter is an allow-list: a call it lacks kills init, and the sandbox with it.
      * Never the program's fault, so never silent. */
-    if (WIFSIGNALED(jail->init_status) && WTERMSIG(jail->init_status) == SIGSYS)
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
         return err_set(err, 0, "sandbox %s: init was killed by its seccomp filter (SIGSYS)",
                        jail->name);
     return 1;

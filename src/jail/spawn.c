@@ -224,8 +224,7 @@ static void owner_leave(const struct owner_switch *sw)
         prctl(PR_SET_DUMPABLE, sw->dumpable, 0, 0, 0);
 }
 
-/* exit_signal 0: no SIGCHLD, so that a caller reaping its own children with waitpid(-1) never
- * takes init's status; jail_reap_init collects it through the pidfd (with __WALL). */
+/* The child's exit signal is SIGCHLD, whatever clone3 says: exec resets it. */
 static pid_t clone_into_namespaces(struct jail *jail, uid_t owner, int *pidfd, err_t *err)
 {
     struct clone_args args;
@@ -233,7 +232,7 @@ static pid_t clone_into_namespaces(struct jail *jail, uid_t owner, int *pidfd, e
     args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
                  CLONE_NEWUTS | CLONE_PIDFD;
     args.pidfd = (uint64_t)(uintptr_t)pidfd;
-    args.exit_signal = 0;
+    args.exit_signal = SIGCHLD;
     cleanup_fd int cgfd = -1;
     if (cgroup_mode_of(jail->cgroup) != CGROUP_MODE_V1) {
         cgfd = cgroup_open_dir_fd(jail->cgroup, err);
