@@ -74,18 +74,24 @@ static void parse_options(int argc, char **argv, struct init_options *o)
  * "hutch-init" and nothing of the host's): copy it first. */
 static void copy_payload_argv(struct init_options *o)
 {
-    size_t n = 0;
+    /* One block for the pointers and the strings: the count is bounded by ARG_MAX. */
+    size_t n = 0, bytes = 0;
     while (o->payload.argv[n])
-        n++;
-    char **copy = calloc(n + 1, sizeof *copy);
+        bytes += strlen(o->payload.argv[n++]) + 1;
+    size_t cwd_len = o->payload.cwd ? strlen(o->payload.cwd) + 1 : 0;
+    char **copy = malloc((n + 1) * sizeof *copy + bytes + cwd_len);
     if (!copy)
         control_die(o->ctl, ENOMEM, "copy the payload's command line");
-    for (size_t k = 0; k < n; k++)
-        if (!(copy[k] = strdup(o->payload.argv[k])))
-            control_die(o->ctl, ENOMEM, "copy the payload's command line");
+    char *at = (char *)(copy + n + 1);
+    for (size_t k = 0; k < n; k++) {
+        size_t len = strlen(o->payload.argv[k]) + 1;
+        copy[k] = memcpy(at, o->payload.argv[k], len);
+        at += len;
+    }
+    copy[n] = NULL;
     o->payload.argv = copy;
-    if (o->payload.cwd && !(o->payload.cwd = strdup(o->payload.cwd)))
-        control_die(o->ctl, ENOMEM, "copy the working directory");
+    if (o->payload.cwd)
+        o->payload.cwd = memcpy(at, o->payload.cwd, cwd_len);
 }
 
 /* Closes every fd but keep: init must not hold the payload's pipes (the supervisor waits for
