@@ -799,3 +799,16 @@ bool cgroup_removed(const struct cgroup *cg)
             return false;
     return !cg->made_v2;
 }
+
+int cgroup_delegate_procs(struct cgroup *cg, uid_t uid, gid_t gid, err_t *err)
+{
+    if (cg->host->mode == CGROUP_MODE_V1)
+        return 0;
+    char rel[CGROUP_PATH_MAX + 64];
+    if (fchownat(cg->host->v2.fd, cgroup_rel(cg, "cgroup.procs", rel, sizeof rel), uid, gid,
+                 AT_SYMLINK_NOFOLLOW) < 0) {
+        err_set(err, errno, "chown cgroup.procs");
+        return cgroup_fail(cg, &cg->host->v2, err);
+    }
+    return 0;
+}

@@ -106,6 +106,11 @@ int cgroup_file_path(const struct cgroup *cg, const char *controller, const char
 /* A new fd (O_RDONLY, close-on-exec; the caller closes it) of the group's cgroup2 directory, for
  * clone3(CLONE_INTO_CGROUP); -1 with err on pure v1 or before the directory exists. */
 int cgroup_open_dir_fd(const struct cgroup *cg, err_t *err);
+/* Lets uid (a sandbox's root, as the host sees it) clone processes into the group's children:
+ * clone3(CLONE_INTO_CGROUP) checks the caller's write access to cgroup.procs of the groups
+ * involved, with the caller's credentials. Only the cgroup2 file (v1 groups are joined through
+ * `tasks` fds the host opens). Nothing to do on pure v1. */
+int cgroup_delegate_procs(struct cgroup *cg, uid_t uid, gid_t gid, err_t *err);
 /* Moves pid into every hierarchy CLONE_INTO_CGROUP did not cover (all of them on v1). */
 int cgroup_attach(struct cgroup *cg, pid_t pid, err_t *err);
 /* Self-attach, for v1 hierarchies: a freshly cloned child moves itself by writing "0" to each

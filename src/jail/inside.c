@@ -124,8 +124,12 @@ static void keep_only_sandbox_fds(const struct jail_spec *spec, int ctl)
 {
     if (install_stdio(spec) < 0)
         control_die(ctl, errno, "set up stdio");
-    int keep[JAIL_MAX_FILES + 5] = {0, 1, 2, ctl, jail_init_exec_fd()};
+    int keep[JAIL_MAX_FILES + 7] = {0, 1, 2, ctl, jail_init_exec_fd()};
     size_t n = 5;
+    if (spec->listen_fd >= 3)
+        keep[n++] = spec->listen_fd;
+    if (spec->hold_fd >= 3)
+        keep[n++] = spec->hold_fd;
     for (size_t i = 0; i < spec->n_files; i++)
         keep[n++] = spec->files[i].host_fd;
     fd_close_all_except(keep, n);
@@ -150,8 +154,11 @@ static _Noreturn void exec_init(const struct jail_spec *spec, int ctl, int outpu
     snprintf(output_arg, sizeof output_arg, "--output=%d", output_fd);
     snprintf(seccomp_arg, sizeof seccomp_arg, "--seccomp=%d", (int)spec->seccomp);
     size_t n_args = 0;
-    while (spec->argv[n_args])
+    while (spec->argv && spec->argv[n_args])
         n_args++;
+    char listen_arg[32], hold_arg[32];
+    snprintf(listen_arg, sizeof listen_arg, "--listen=%d", spec->listen_fd);
+    snprintf(hold_arg, sizeof hold_arg, "--hold=%d", spec->hold_fd);
     /* At most 10 options and "--" before the payload's argv; the count is bounded by ARG_MAX. */
     const char **argv = calloc(n_args + 12, sizeof *argv);
     if (!argv)
@@ -170,13 +177,22 @@ static _Noreturn void exec_init(const struct jail_spec *spec, int ctl, int outpu
             control_die(ctl, ENOMEM, "init's command line");
         argv[i++] = cwd_arg;
     }
-    argv[i++] = "--";
-    for (size_t k = 0; k < n_args; k++)
-        argv[i++] = spec->argv[k];
+    if (!spec->argv) {
+        argv[i++] = "--agent";
+        argv[i++] = listen_arg;
+        if (spec->hold_fd >= 3)
+            argv[i++] = hold_arg;
+    } else {
+        argv[i++] = "--";
+        for (size_t k = 0; k < n_args; k++)
+            argv[i++] = spec->argv[k];
+    }
     argv[i] = NULL;
-    /* These two cross the exec; everything else of ours is close-on-exec. */
-    if (fcntl(ctl, F_SETFD, 0) < 0 || (output_fd >= 0 && fcntl(output_fd, F_SETFD, 0) < 0))
-        control_die(ctl, errno, "hand the control channel to init");
+    /* These cross the exec; everything else of ours is close-on-exec. */
+    int pass[] = {ctl, output_fd, spec->argv ? -1 : spec->listen_fd, spec->argv ? -1 : spec->hold_fd};
+    for (size_t k = 0; k < sizeof pass / sizeof pass[0]; k++)
+        if (pass[k] >= 0 && fcntl(pass[k], F_SETFD, 0) < 0)
+            control_die(ctl, errno, "hand the control channel to init");
     syscall(SYS_execveat, jail_init_exec_fd(), "", (char *const *)argv,
             (char *const *)spec->envp, AT_EMPTY_PATH);
     control_die(ctl, errno, "exec hutch init");
@@ -207,10 +223,12 @@ void jail_child_main(const struct jail_spec *spec, int ctl)
      * files copied in, and everything after. */
     join_cgroups(ctl);
     /* Now, not at clone: only after we joined every cgroup does the namespace's
-     * root sit at our own cgroup, hiding the host's tree. */
-    if (unshare(CLONE_NEWCGROUP) < 0)
+     * root sit at our own cgroup, hiding the host's tree. Not in an agent sandbox: its spawner
+     * clones each command into a sibling of init's group, which must stay in view; each command
+     * makes a namespace of its own instead (src/init/command.c), up to JAIL_MAX_COMMANDS. */
+    if (spec->argv && unshare(CLONE_NEWCGROUP) < 0)
         control_die(ctl, errno, "unshare cgroup namespace");
-    shares_close_cgroup_namespaces(ctl, cgroupns_limit);
+    shares_close_cgroup_namespaces(ctl, cgroupns_limit, spec->argv ? 0 : JAIL_MAX_COMMANDS);
     rootfs_copy_files(ctl, spec, spec->as_root ? 0 : JAIL_USER_UID);
     close_file_sources(spec);
     if (privs_apply_rlimits(&spec->limits) < 0)

@@ -36,6 +36,7 @@
  * can ever carry it. */
 #define JAIL_UID_MAPPED (JAIL_UID_COUNT - 1u)
 #define JAIL_MAX_FILES  1024u /* files copied in per sandbox */
+#define JAIL_MAX_COMMANDS 1024u /* commands running at once in an agent sandbox */
 #define JAIL_MAX_DISK_BYTES (1ull << 50) /* 1 PiB: far below where the kernel's rounding wraps */
 #define JAIL_MAX_TIME_MS    (400ull * 24 * 3600 * 1000) /* 400 days, for any time limit */
 
@@ -95,7 +96,9 @@ struct jail_spec {
     enum seccomp_profile seccomp;
     const char *hostname;
     /* argv[0] is looked up in the sandbox's PATH. No string may live in the process's own argv
-     * area: the child overwrites it so /proc/1/cmdline inside shows nothing of the host's. */
+     * area: the child overwrites it so /proc/1/cmdline inside shows nothing of the host's.
+     * NULL: a sandbox with no command (an agent sandbox): init stays as the agent and commands
+     * are started in it for as long as it lives (listen_fd). */
     const char *const *argv;
     const char *const *envp;
     const char *cwd;                    /* NULL = the user's home */
@@ -109,6 +112,12 @@ struct jail_spec {
      * keeper process removes the cgroup if the supervisor is killed before it could. */
     bool die_with_parent;
     int keep_fd; /* held open by the keeper until cleanup is done (the uid range lock); or -1 */
+    /* Agent sandboxes: a listening SOCK_SEQPACKET unix socket, bound where only the caller can
+     * reach it, on which init serves the control protocol to whoever connects (a restarted
+     * daemon included); and an fd init holds for its whole life (the uid range lock, so that the
+     * range stays taken while the sandbox lives, whoever else comes and goes). -1 if none. */
+    int listen_fd;
+    int hold_fd;
 };
 
 struct jail {
@@ -117,7 +126,8 @@ struct jail {
     int pidfd;        /* pidfd of init: readable when init has exited */
     int control_fd;   /* SOCK_SEQPACKET to init (src/jail/control.h), non-blocking */
     int output_dirfd; /* the sandbox's /output, readable after it dies; -1 if not asked */
-    struct cgroup *cgroup;
+    struct cgroup *cgroup;      /* hutch/NAME */
+    struct cgroup *init_cgroup; /* hutch/NAME/init in an agent sandbox, else NULL */
     uint64_t setup_deadline_ns; /* CLOCK_MONOTONIC: jail_start_complete fails after it */
     uint64_t start_ns;          /* CLOCK_MONOTONIC when the payload was forked (READY) */
     bool ready;                 /* READY received */

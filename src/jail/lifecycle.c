@@ -157,7 +157,8 @@ void jail_close(struct jail *jail)
 {
     bool removed = !jail->cgroup || cgroup_removed(jail->cgroup);
     cgroup_free(jail->cgroup);
-    jail->cgroup = NULL;
+    cgroup_free(jail->init_cgroup); /* a handle only: removed with its parent */
+    jail->cgroup = jail->init_cgroup = NULL;
     keeper_release(jail, removed);
     int *fds[] = {&jail->pidfd, &jail->control_fd, &jail->output_dirfd};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {

@@ -83,12 +83,19 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
 {
     if (!spec->name || !spec->template_dir || !spec->usr_dir || !spec->stage_dir)
         return err_set(err, EINVAL, "sandbox spec: name and layer directories are required");
-    if (!spec->argv || !spec->argv[0] || !spec->argv[0][0])
-        return err_set(err, EINVAL, "sandbox spec: no command");
+    if (!spec->cgroups)
+        return err_set(err, EINVAL, "sandbox spec: no cgroup host");
+    if (!spec->argv) {
+        if (spec->listen_fd < 3 || spec->die_with_parent)
+            return err_set(err, EINVAL, "sandbox spec: a sandbox with no command needs a "
+                                        "listening socket and must outlive its creator");
+    } else if (!spec->argv[0] || !spec->argv[0][0]) {
+        return err_set(err, EINVAL, "sandbox spec: empty command");
+    }
     if (!spec->envp)
         return err_set(err, EINVAL, "sandbox spec: no environment");
     /* The child overwrites the argv area (proctitle_set) before it execs the payload. */
-    for (size_t i = 0; spec->argv[i]; i++)
+    for (size_t i = 0; spec->argv && spec->argv[i]; i++)
         if (proctitle_contains(spec->argv[i]))
             return err_set(err, EINVAL,
                            "sandbox spec: argv[%zu] lives in the process's own "
@@ -234,8 +241,9 @@ static pid_t clone_into_namespaces(struct jail *jail, uid_t owner, int *pidfd, e
     args.pidfd = (uint64_t)(uintptr_t)pidfd;
     args.exit_signal = SIGCHLD;
     cleanup_fd int cgfd = -1;
-    if (cgroup_mode_of(jail->cgroup) != CGROUP_MODE_V1) {
-        cgfd = cgroup_open_dir_fd(jail->cgroup, err);
+    struct cgroup *into = jail->init_cgroup ? jail->init_cgroup : jail->cgroup;
+    if (cgroup_mode_of(into) != CGROUP_MODE_V1) {
+        cgfd = cgroup_open_dir_fd(into, err);
         if (cgfd < 0)
             return -1;
         /* Born inside its cgroup: charged and countable from its first instruction. */
@@ -260,11 +268,12 @@ static pid_t clone_into_namespaces(struct jail *jail, uid_t owner, int *pidfd, e
  * it their `tasks` files: it joins them itself before it forks anything untrusted. */
 static int send_cgroups(struct jail *jail, const struct cgroup_limits *limits, err_t *err)
 {
-    if (cgroup_create_finish(jail->cgroup, limits, err) < 0)
+    if (!jail->init_cgroup && cgroup_create_finish(jail->cgroup, limits, err) < 0)
         return -1;
     int fds[CONTROL_MAX_FDS];
     size_t n = 0;
-    if (cgroup_self_attach_open(jail->cgroup, fds, CONTROL_MAX_FDS, &n, err) < 0)
+    struct cgroup *into = jail->init_cgroup ? jail->init_cgroup : jail->cgroup;
+    if (cgroup_self_attach_open(into, fds, CONTROL_MAX_FDS, &n, err) < 0)
         return -1;
     struct control_msg msg = {.type = CONTROL_CGROUPS, .code = (int32_t)n};
     int rc = control_send_fds(jail->control_fd, &msg, fds, n);
@@ -279,6 +288,7 @@ static void jail_init_empty(struct jail *jail, const char *name)
     memset(jail, 0, sizeof *jail);
     snprintf(jail->name, sizeof jail->name, "%s", name);
     jail->pidfd = jail->control_fd = jail->output_dirfd = jail->keeper_fd = -1;
+    jail->init_cgroup = NULL;
 }
 
 int jail_start_complete(struct jail *jail, err_t *err)
@@ -366,6 +376,26 @@ static int start_child(const struct jail_spec *spec, struct jail *jail,
     return 0;
 }
 
+/* One-shot: hutch/NAME alone, the whole sandbox one OOM group, and only what clone3 needs now
+ * (the v1 groups are made while the child builds its root). Agent sandboxes: hutch/NAME holds
+ * the limits and hands its controllers down to hutch/NAME/init (init and its spawner) and to one
+ * group per command; the sandbox's root may clone into them (cgroup_delegate_procs). */
+static int make_cgroups(const struct jail_spec *spec, struct jail *out,
+                        const struct cgroup_limits *limits, err_t *err)
+{
+    if (spec->argv)
+        return cgroup_create_for_clone(spec->cgroups, spec->name, limits, CGROUP_OOM_GROUP,
+                                       &out->cgroup, err);
+    uid_t root = spec->host_uid_base;
+    if (cgroup_create(spec->cgroups, NULL, spec->name, limits, CGROUP_NESTED, &out->cgroup, err) <
+            0 ||
+        cgroup_create(spec->cgroups, out->cgroup, "init", NULL, 0, &out->init_cgroup, err) < 0 ||
+        cgroup_delegate_procs(out->cgroup, root, root, err) < 0 ||
+        cgroup_delegate_procs(out->init_cgroup, root, root, err) < 0)
+        return -1;
+    return 0;
+}
+
 int jail_start_begin(const struct jail_spec *spec, struct jail *out, err_t *err)
 {
     jail_init_empty(out, spec->name ? spec->name : "");
@@ -383,10 +413,7 @@ int jail_start_begin(const struct jail_spec *spec, struct jail *out, err_t *err)
     if (spec->die_with_parent && keeper_start(out, spec, err) < 0)
         return -1;
     int child_end = -1;
-    /* Only what clone3 needs now; the v1 groups are made while the child builds its root. */
-    if (cgroup_create_for_clone(spec->cgroups, spec->name, &cg_limits, CGROUP_OOM_GROUP,
-                                &out->cgroup, err) < 0 ||
-        control_pair(out, &child_end, err) < 0)
+    if (make_cgroups(spec, out, &cg_limits, err) < 0 || control_pair(out, &child_end, err) < 0)
         goto fail;
     pid_t pid = clone_into_namespaces(out, spec->host_uid_base + JAIL_UID_MAPPED, &out->pidfd, err);
     if (pid < 0) {
