@@ -1,8 +1,9 @@
 /* cgroup module against the real kernel. Runs as root on a hybrid host (v1 controllers under
  * /sys/fs/cgroup/<ctrl>, cgroup2 without controllers at /sys/fs/cgroup/unified). Hybrid uses
  * only the memory and pids v1 controllers and does CPU time, freezing and kill in its cgroup2
- * group; the mode-dependent tests run once for hybrid and once with HUTCH_CGROUP_MODE=v1 (all
- * four v1 controllers, freezer.state, freezer-based kill); forced v2 covers the v2 path.
+ * group; the mode-dependent tests run once for the host's own mode (hybrid) and once for a
+ * forced v1 (all four v1 controllers, freezer.state, freezer-based kill), each through a
+ * cgroup_host of its own, opened once; forced v2 covers the v2 path.
  * On a pure cgroup v2 host (the test guest, tests/guest/) the native-v2 tests run instead: limits
  * in memory.max, memory.swap.max, memory.oom.group and pids.max, OOM attribution from
  * memory.events, cpu.stat, cgroup.freeze and cgroup.kill, all in /sys/fs/cgroup/hutch/NAME.
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/paths.h"
 #include "jail/cgroup.h"
 #include "tap.h"
 
@@ -40,9 +42,10 @@ static const char *const all_hiers[] = {"memory", "pids", "cpuacct", "freezer", 
  * pids) and does CPU time, freezing and kill in its cgroup2 group; pure v1 needs all four v1
  * controllers and no cgroup2 group. */
 struct mode {
-    const char *label;       /* for test names and group names */
-    const char *env;         /* HUTCH_CGROUP_MODE, NULL for the host's own (hybrid) */
-    const char *const *used; /* hierarchies that get hutch/NAME */
+    const char *label;        /* for test names and group names */
+    int open_as;              /* cgroup_host_open's mode: CGROUP_MODE_DETECT or a forced one */
+    struct cgroup_host *host; /* opened once in main, closed at the end */
+    const char *const *used;  /* hierarchies that get hutch/NAME */
     size_t n_used;
     const char *const *unused; /* hierarchies that must not */
     size_t n_unused;
@@ -58,9 +61,9 @@ static const char *const hybrid_unused[] = {"cpuacct", "freezer"};
 static const char *const v1_used[] = {"memory", "pids", "cpuacct", "freezer"};
 static const char *const v1_unused[] = {"unified"};
 
-static const struct mode mode_hybrid = {
+static struct mode mode_hybrid = {
     .label = "hybrid",
-    .env = NULL,
+    .open_as = CGROUP_MODE_DETECT,
     .used = hybrid_used,
     .n_used = COUNT(hybrid_used),
     .unused = hybrid_unused,
@@ -72,9 +75,9 @@ static const struct mode mode_hybrid = {
     .cgroup2 = "unified",
 };
 
-static const struct mode mode_v1 = {
+static struct mode mode_v1 = {
     .label = "v1",
-    .env = "v1",
+    .open_as = CGROUP_MODE_V1,
     .used = v1_used,
     .n_used = COUNT(v1_used),
     .unused = v1_unused,
@@ -83,6 +86,23 @@ static const struct mode mode_v1 = {
     .v1_freezer = true,
     .spaced_ctrl = "cpuacct",
     .missing_ctrl = "freezer",
+};
+
+/* v2 forced on this hybrid host: its cgroup2 (at unified) has no controllers, so it can place,
+ * freeze, kill and count CPU, and must refuse memory and pids limits. */
+static const char *const v2_forced_used[] = {"unified"};
+static const char *const v2_forced_unused[] = {"memory", "pids", "cpuacct", "freezer"};
+
+static struct mode mode_v2_forced = {
+    .label = "v2",
+    .open_as = CGROUP_MODE_V2,
+    .used = v2_forced_used,
+    .n_used = COUNT(v2_forced_used),
+    .unused = v2_forced_unused,
+    .n_unused = COUNT(v2_forced_unused),
+    .v1_count = 0,
+    .v1_freezer = false,
+    .cgroup2 = "unified",
 };
 
 /* ---------- helpers ---------- */
@@ -310,19 +330,6 @@ static bool wait_pids_current(struct cgroup *cg, uint64_t want)
     return false;
 }
 
-static void set_mode(const char *mode)
-{
-    if (mode)
-        setenv("HUTCH_CGROUP_MODE", mode, 1);
-    else
-        unsetenv("HUTCH_CGROUP_MODE");
-}
-
-static void use_mode(const struct mode *m)
-{
-    set_mode(m->env);
-}
-
 /* ---------- mode detection and names ---------- */
 
 static void test_modes(void)
@@ -333,25 +340,43 @@ static void test_modes(void)
     is_str(cgroup_mode_name(CGROUP_MODE_HYBRID), "hybrid", "mode name hybrid");
     is_str(cgroup_mode_name(CGROUP_MODE_V2), "v2", "mode name v2");
 
-    set_mode(NULL);
     ok(cgroup_detect(&mode, &err) == 0 && mode == CGROUP_MODE_HYBRID, "this host is hybrid");
+    /* The override is the CLI's business now (src/cli/paths.c): the library reads no
+     * environment, so a forced mode reaches it only as cgroup_host_open's parameter. */
+    setenv("HUTCH_CGROUP_MODE", "v1", 1);
+    ok(cgroup_detect(&mode, &err) == 0 && mode == CGROUP_MODE_HYBRID,
+       "cgroup_detect ignores HUTCH_CGROUP_MODE=v1");
+    unsetenv("HUTCH_CGROUP_MODE");
 
     static const struct {
-        const char *env;
+        const char *text;
         enum cgroup_mode mode;
     } forced[] = {{"v1", CGROUP_MODE_V1}, {"v2", CGROUP_MODE_V2}, {"hybrid", CGROUP_MODE_HYBRID}};
     for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++) {
-        set_mode(forced[i].env);
-        ok(cgroup_detect(&mode, &err) == 0 && mode == forced[i].mode, "HUTCH_CGROUP_MODE=%s",
-           forced[i].env);
+        struct cgroup_host *host = NULL;
+        /* Anything but the answer, so that a parse that writes nothing fails. */
+        mode = forced[i].mode == CGROUP_MODE_V1 ? CGROUP_MODE_V2 : CGROUP_MODE_V1;
+        ok(cgroup_mode_parse(forced[i].text, &mode, &err) == 0 && mode == forced[i].mode,
+           "cgroup_mode_parse(\"%s\")", forced[i].text);
+        int rc = cgroup_host_open((int)forced[i].mode, &host, &err);
+        ok(rc == 0 && cgroup_host_mode(host) == forced[i].mode, "a host forced to %s is %s (%s)",
+           forced[i].text, forced[i].text, rc == 0 ? "opened" : err.msg);
+        cgroup_host_close(host);
     }
-    set_mode("v3");
-    ok(cgroup_detect(&mode, &err) < 0 && strstr(err.msg, "HUTCH_CGROUP_MODE"),
-       "HUTCH_CGROUP_MODE=v3 is an error (%s)", err.msg);
-    set_mode(NULL);
+    ok(cgroup_mode_parse("v3", &mode, &err) < 0 && err.errnum == EINVAL && strstr(err.msg, "v3"),
+       "mode \"v3\" is an error that names it (%s)", err.msg);
+    ok(cgroup_mode_parse("", &mode, &err) < 0, "mode \"\" is an error");
+    struct cgroup_host *host = (struct cgroup_host *)1;
+    ok(cgroup_host_open(7, &host, &err) < 0 && host == NULL && err.errnum == EINVAL,
+       "cgroup_host_open of mode 7 is refused (%s)", err.msg);
+    /* The CLI reads the variable, and says so when it is wrong. */
+    setenv("HUTCH_CGROUP_MODE", "v3", 1);
+    ok(hutch_cgroup_host(&err) == NULL && strstr(err.msg, "HUTCH_CGROUP_MODE"),
+       "HUTCH_CGROUP_MODE=v3 is an error in the CLI (%s)", err.msg);
+    unsetenv("HUTCH_CGROUP_MODE");
 }
 
-static void test_names(void)
+static void test_names(struct cgroup_host *host)
 {
     char long_name[80];
     memset(long_name, 'a', 65);
@@ -360,18 +385,19 @@ static void test_names(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct cgroup *cg = (struct cgroup *)1;
         err_t err;
-        int rc = cgroup_create(bad[i], NULL, &cg, &err);
+        int rc = cgroup_create(host, NULL, bad[i], NULL, 0, &cg, &err);
         ok(rc < 0 && cg == NULL && err.errnum == EINVAL, "bad name #%zu refused (%s)", i, err.msg);
     }
     struct cgroup *cg = NULL;
     err_t err;
-    ok(cgroup_create(NULL, NULL, &cg, &err) < 0, "NULL name refused");
+    ok(cgroup_create(host, NULL, NULL, NULL, 0, &cg, &err) < 0, "NULL name refused");
 
     /* The longest name allowed, using every allowed kind of character. */
     int prefix = snprintf(long_name, sizeof long_name, "t%d-Az9._-", (int)getpid());
     memset(long_name + prefix, 'x', (size_t)(64 - prefix));
     long_name[64] = '\0';
-    ok_call(cgroup_create(long_name, NULL, &cg, &err_), "64-character name accepted");
+    ok_call(cgroup_create(host, NULL, long_name, NULL, 0, &cg, &err_),
+            "64-character name accepted");
     ok(group_exists("memory", long_name) && group_exists("pids", long_name) &&
            group_exists("unified", long_name),
        "it exists in memory, pids and unified");
@@ -388,20 +414,22 @@ static void test_create_limits(const struct mode *m)
 {
     char name[64], buf[256];
     mode_group_name(name, sizeof name, m, "limits");
-    use_mode(m);
     struct cgroup_limits limits = {.memory_bytes = 32 * MIB, .pids = 64};
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+    if (cgroup_create(m->host, NULL, name, &limits, 0, &cg, &err) < 0) {
         ok(0, "%s: create with limits: %s", m->label, err.msg);
         return;
     }
     ok(1, "%s: create with limits", m->label);
     check_layout(m, name);
+    int dir_fd = cgroup_open_dir_fd(cg, &err);
     if (m->v1_freezer)
-        ok(cgroup_clone_into_fd(cg) == -1, "%s: no clone3 fd", m->label);
+        ok(dir_fd == -1 && err.errnum == ENOTSUP, "%s: no clone3 fd (%s)", m->label, err.msg);
     else
-        ok(cgroup_clone_into_fd(cg) >= 0, "%s: has a clone3 fd", m->label);
+        ok(dir_fd >= 0, "%s: has a clone3 fd", m->label);
+    if (dir_fd >= 0)
+        close(dir_fd);
     is_str(read_group_file(buf, sizeof buf, "memory", name, "memory.limit_in_bytes"), "33554432\n",
            "%s: memory.limit_in_bytes", m->label);
     char path[256];
@@ -414,7 +442,8 @@ static void test_create_limits(const struct mode *m)
            m->label);
 
     struct cgroup *dup = (struct cgroup *)1;
-    ok(cgroup_create(name, &limits, &dup, &err) < 0 && dup == NULL && err.errnum == EEXIST,
+    ok(cgroup_create(m->host, NULL, name, &limits, 0, &dup, &err) < 0 && dup == NULL &&
+           err.errnum == EEXIST,
        "%s: a second group with the same name is refused (%s)", m->label, err.msg);
     ok(strstr(err.msg, name) != NULL, "%s: the error names the group", m->label);
     bool all_there = true;
@@ -446,7 +475,7 @@ static void test_rollback_one(const struct mode *m, const char *clash_hier)
     struct cgroup *cg = NULL;
     err_t err = {0};
     struct cgroup_limits limits = {.memory_bytes = 16 * MIB, .pids = 8};
-    int rc = cgroup_create(name, &limits, &cg, &err);
+    int rc = cgroup_create(m->host, NULL, name, &limits, 0, &cg, &err);
     ok(rc < 0 && cg == NULL && err.errnum == EEXIST, "%s: clash in %s refused (%s)", m->label,
        clash_hier, err.msg);
     if (rc == 0) /* a create that should have failed still owns its groups */
@@ -478,7 +507,7 @@ static void test_unused_clash(const struct mode *m, const char *hier)
     }
     struct cgroup *cg = NULL;
     err_t err = {0};
-    int rc = cgroup_create(name, NULL, &cg, &err);
+    int rc = cgroup_create(m->host, NULL, name, NULL, 0, &cg, &err);
     ok(rc == 0, "%s: a directory in %s (not used) is no clash (%s)", m->label, hier,
        rc == 0 ? "created" : err.msg);
     if (rc == 0)
@@ -490,7 +519,6 @@ static void test_unused_clash(const struct mode *m, const char *hier)
 
 static void test_rollback(const struct mode *m)
 {
-    use_mode(m);
     for (size_t i = 0; i < m->n_used; i++)
         test_rollback_one(m, m->used[i]);
     for (size_t i = 0; i < m->n_unused; i++)
@@ -503,10 +531,9 @@ static void test_placement(const struct mode *m)
 {
     char name[64];
     mode_group_name(name, sizeof name, m, "place");
-    use_mode(m);
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(m->host, NULL, name, NULL, 0, &cg, &err) < 0) {
         ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
@@ -514,8 +541,10 @@ static void test_placement(const struct mode *m)
     pid_t pids[2];
     const char *kinds[2];
     size_t n = 0;
-    if (cgroup_clone_into_fd(cg) >= 0) {
-        pid_t cloned = clone_into(cgroup_clone_into_fd(cg));
+    int dir_fd = cgroup_open_dir_fd(cg, NULL);
+    if (dir_fd >= 0) {
+        pid_t cloned = clone_into(dir_fd);
+        close(dir_fd);
         ok(cloned > 0, "%s: clone3 into the cgroup2 group", m->label);
         ok_call(cgroup_attach(cg, cloned, &err_), "%s: attach the cloned child", m->label);
         kinds[n] = "cloned";
@@ -566,11 +595,10 @@ static void test_oom(const struct mode *m)
 {
     char name[64];
     mode_group_name(name, sizeof name, m, "oom");
-    use_mode(m);
     struct cgroup_limits limits = {.memory_bytes = 32 * MIB};
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+    if (cgroup_create(m->host, NULL, name, &limits, 0, &cg, &err) < 0) {
         ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
@@ -610,10 +638,9 @@ static void test_cpu(const struct mode *m)
 {
     char name[64];
     mode_group_name(name, sizeof name, m, "cpu");
-    use_mode(m);
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(m->host, NULL, name, NULL, 0, &cg, &err) < 0) {
         ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
@@ -676,10 +703,9 @@ static void test_freeze(const struct mode *m)
 {
     char name[64];
     mode_group_name(name, sizeof name, m, "freeze");
-    use_mode(m);
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(m->host, NULL, name, NULL, 0, &cg, &err) < 0) {
         ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
@@ -725,11 +751,10 @@ static void test_kill_tree(const struct mode *m)
 {
     char name[64];
     mode_group_name(name, sizeof name, m, "tree");
-    use_mode(m);
     struct cgroup_limits limits = {.pids = 16};
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+    if (cgroup_create(m->host, NULL, name, &limits, 0, &cg, &err) < 0) {
         ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
@@ -796,10 +821,9 @@ static void test_self_attach(const struct mode *m)
 {
     char name[64];
     mode_group_name(name, sizeof name, m, "self");
-    use_mode(m);
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(m->host, NULL, name, NULL, 0, &cg, &err) < 0) {
         ok(0, "%s: create: %s", m->label, err.msg);
         return;
     }
@@ -811,7 +835,10 @@ static void test_self_attach(const struct mode *m)
 
     /* As spawn.c does it: cloned into the cgroup2 group (if any), then self-attached to v1. */
     int report;
-    pid_t pid = spawn_self_attaching(cgroup_clone_into_fd(cg), fds, n, &report);
+    int dir_fd = cgroup_open_dir_fd(cg, NULL); /* -1 on v1: a plain fork */
+    pid_t pid = spawn_self_attaching(dir_fd, fds, n, &report);
+    if (dir_fd >= 0)
+        close(dir_fd);
     ok(pid > 0, "%s: spawn the self-attaching child", m->label);
     for (size_t i = 0; i < n; i++)
         close(fds[i]);
@@ -840,10 +867,9 @@ static void test_file_path(void)
 {
     char name[64], path[4096], want[256];
     mode_group_name(name, sizeof name, &mode_hybrid, "path");
-    use_mode(&mode_hybrid);
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(mode_hybrid.host, NULL, name, NULL, 0, &cg, &err) < 0) {
         ok(0, "hybrid: create: %s", err.msg);
         return;
     }
@@ -878,7 +904,7 @@ static void test_file_path(void)
 
     /* Between the two steps of a split create the v1 groups do not exist yet. */
     mode_group_name(name, sizeof name, &mode_hybrid, "path2");
-    if (cgroup_create_for_clone(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create_for_clone(mode_hybrid.host, name, NULL, 0, &cg, &err) < 0) {
         ok(0, "hybrid: create_for_clone: %s", err.msg);
         return;
     }
@@ -894,10 +920,8 @@ static void test_file_path(void)
 
     /* Pure v1 is the other way round: freezer is there, cgroup2 is not. */
     mode_group_name(name, sizeof name, &mode_v1, "path");
-    use_mode(&mode_v1);
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(mode_v1.host, NULL, name, NULL, 0, &cg, &err) < 0) {
         ok(0, "v1: create: %s", err.msg);
-        set_mode(NULL);
         return;
     }
     ok_call(cgroup_file_path(cg, "freezer", "freezer.state", path, sizeof path, &err_),
@@ -910,7 +934,6 @@ static void test_file_path(void)
        "v1: \"\" fails, there is no cgroup2 group (%s)", err.msg);
     ok_call(cgroup_destroy(cg, &err_), "v1: destroy");
     ok(group_gone(name), "v1: no directory left");
-    set_mode(NULL);
 }
 
 /* Hybrid kill is cgroup.kill in the cgroup2 group, then a check of the v1 groups: a process
@@ -920,10 +943,9 @@ static void test_self_attach_v1_only(void)
 {
     char name[64];
     mode_group_name(name, sizeof name, &mode_hybrid, "v1only");
-    use_mode(&mode_hybrid);
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(mode_hybrid.host, NULL, name, NULL, 0, &cg, &err) < 0) {
         ok(0, "hybrid: create: %s", err.msg);
         return;
     }
@@ -950,10 +972,9 @@ static void test_self_attach_open_too_small(void)
 {
     char name[64];
     mode_group_name(name, sizeof name, &mode_hybrid, "small");
-    use_mode(&mode_hybrid);
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(mode_hybrid.host, NULL, name, NULL, 0, &cg, &err) < 0) {
         ok(0, "hybrid: create: %s", err.msg);
         return;
     }
@@ -1022,30 +1043,42 @@ static const char *in_mount_ns(void (*body)(int out), char *buf, size_t size)
     return buf;
 }
 
-/* Per test process, so parallel runs do not share them; set before each in_mount_ns. */
+/* Per test process, so parallel runs do not share them; set before each in_mount_ns.
+ *
+ * The mounts are found when a host is opened, once per process: the host the test opened in
+ * main still holds its hierarchies (its fds keep them reachable after the umounts below), so
+ * each body opens a host of its own after changing the mounts, as a process started on such a
+ * machine would. */
 static const struct mode *ns_mode;
 static char spaced_dir[64], spaced_mnt[96], ns_name[64];
 
 static void create_without_controller(int out)
 {
     char path[64];
-    struct cgroup *cg = NULL;
+    struct cgroup_host *host = (struct cgroup_host *)1;
     err_t err = {0};
     snprintf(path, sizeof path, "/sys/fs/cgroup/%s", ns_mode->missing_ctrl);
-    if (umount2(path, MNT_DETACH) < 0)
+    if (umount2(path, MNT_DETACH) < 0) {
         dprintf(out, "umount: %s", strerror(errno));
-    else if (cgroup_create(ns_name, NULL, &cg, &err) == 0) {
-        dprintf(out, "created although %s is not mounted", ns_mode->missing_ctrl);
-        cgroup_destroy(cg, NULL);
-    } else if (!group_gone(ns_name))
+    } else if (cgroup_host_open(ns_mode->open_as, &host, &err) == 0) {
+        struct cgroup *cg = NULL;
+        dprintf(out, "host opened although %s is not mounted", ns_mode->missing_ctrl);
+        if (cgroup_create(host, NULL, ns_name, NULL, 0, &cg, &err) == 0)
+            cgroup_destroy(cg, NULL);
+        cgroup_host_close(host);
+    } else if (host != NULL) {
+        dprintf(out, "a failed open left *out set");
+    } else if (!group_gone(ns_name)) {
         dprintf(out, "a directory was left behind");
-    else
+    } else {
         dprintf(out, "%s", err.msg);
+    }
 }
 
 /* Hybrid does not need cpuacct or freezer: without them mounted it still works. */
 static void create_without_unused(int out)
 {
+    struct cgroup_host *host = NULL;
     struct cgroup *cg = NULL;
     err_t err = {0};
     if (umount2("/sys/fs/cgroup/cpuacct", MNT_DETACH) < 0 ||
@@ -1053,8 +1086,13 @@ static void create_without_unused(int out)
         dprintf(out, "umount: %s", strerror(errno));
         return;
     }
-    if (cgroup_create(ns_name, NULL, &cg, &err) < 0) {
+    if (cgroup_host_open(ns_mode->open_as, &host, &err) < 0) {
+        dprintf(out, "host: %s", err.msg);
+        return;
+    }
+    if (cgroup_create(host, NULL, ns_name, NULL, 0, &cg, &err) < 0) {
         dprintf(out, "create: %s", err.msg);
+        cgroup_host_close(host);
         return;
     }
     bool placed = group_exists("memory", ns_name) && group_exists("pids", ns_name) &&
@@ -1067,14 +1105,16 @@ static void create_without_unused(int out)
         dprintf(out, "left behind after destroy");
     else
         dprintf(out, "ok");
+    cgroup_host_close(host);
 }
 
 /* A controller the mode uses, mounted (again: same hierarchy) where mountinfo has to escape
  * the spaces. Whatever happens, a group that was created is destroyed. */
 static void create_with_spaced_mount(int out)
 {
-    char path[256], old_mnt[64];
+    char path[256], old_mnt[64], resolved[4096] = "";
     struct stat st;
+    struct cgroup_host *host = NULL;
     struct cgroup *cg = NULL;
     err_t err = {0};
     snprintf(old_mnt, sizeof old_mnt, "/sys/fs/cgroup/%s", ns_mode->spaced_ctrl);
@@ -1084,26 +1124,33 @@ static void create_with_spaced_mount(int out)
         return;
     }
     snprintf(path, sizeof path, "%s/hutch/%s", spaced_mnt, ns_name);
-    if (cgroup_create(ns_name, NULL, &cg, &err) < 0) {
+    if (cgroup_host_open(ns_mode->open_as, &host, &err) < 0) {
+        dprintf(out, "host: %s", err.msg);
+    } else if (cgroup_create(host, NULL, ns_name, NULL, 0, &cg, &err) < 0) {
         dprintf(out, "create: %s", err.msg);
     } else {
         bool there = stat(path, &st) == 0;
+        bool named =
+            cgroup_file_path(cg, ns_mode->spaced_ctrl, "", resolved, sizeof resolved, NULL) == 0 &&
+            strcmp(resolved, path) == 0;
         if (cgroup_destroy(cg, &err) < 0)
             dprintf(out, "destroy: %s", err.msg);
         else if (!there)
             dprintf(out, "no group at %s", path);
+        else if (!named)
+            dprintf(out, "cgroup_file_path says \"%s\", not %s", resolved, path);
         else if (stat(path, &st) == 0 || !group_gone(ns_name))
             dprintf(out, "left behind after destroy");
         else
             dprintf(out, "ok");
     }
+    cgroup_host_close(host);
     umount2(spaced_mnt, MNT_DETACH);
 }
 
 static void test_v1_mounts(const struct mode *m)
 {
     char verdict[1024], want[128];
-    use_mode(m);
     ns_mode = m;
 
     mode_group_name(ns_name, sizeof ns_name, m, "nomount");
@@ -1135,36 +1182,33 @@ static void test_v1_mounts(const struct mode *m)
 
 /* ---------- forced modes ---------- */
 
-static void test_forced_v2_refuses_limits(void)
+static void test_forced_v2_refuses_limits(struct cgroup_host *host)
 {
     char name[64];
     group_name(name, sizeof name, "v2-limit");
-    set_mode("v2");
     struct cgroup *cg = (struct cgroup *)1;
     err_t err;
     struct cgroup_limits mem = {.memory_bytes = 32 * MIB};
-    ok(cgroup_create(name, &mem, &cg, &err) < 0 && cg == NULL,
+    ok(cgroup_create(host, NULL, name, &mem, 0, &cg, &err) < 0 && cg == NULL,
        "v2 without the memory controller: a memory limit is refused");
     ok(strstr(err.msg, "'memory'") != NULL, "the error names the memory controller (%s)", err.msg);
     ok(group_gone(name), "no directory left");
 
     struct cgroup_limits pids = {.pids = 10};
-    ok(cgroup_create(name, &pids, &cg, &err) < 0 && strstr(err.msg, "'pids'") != NULL,
+    ok(cgroup_create(host, NULL, name, &pids, 0, &cg, &err) < 0 &&
+           strstr(err.msg, "'pids'") != NULL,
        "a pids limit is refused naming pids (%s)", err.msg);
     ok(group_gone(name), "no directory left");
-    set_mode(NULL);
 }
 
-static void test_forced_v2_placement(void)
+static void test_forced_v2_placement(struct cgroup_host *host)
 {
     char name[64], buf[256];
     group_name(name, sizeof name, "v2");
-    set_mode("v2");
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(host, NULL, name, NULL, 0, &cg, &err) < 0) {
         ok(0, "v2: create: %s", err.msg);
-        set_mode(NULL);
         return;
     }
     ok(group_exists("unified", name) && !group_exists("memory", name),
@@ -1173,7 +1217,12 @@ static void test_forced_v2_placement(void)
     size_t n = 99;
     ok_call(cgroup_self_attach_open(cg, fds, COUNT(fds), &n, &err_), "v2: self_attach_open");
     is_u64(n, 0, "v2: no v1 hierarchy, so no tasks fd");
-    pid_t cloned = clone_into(cgroup_clone_into_fd(cg));
+    int dir_fd = cgroup_open_dir_fd(cg, &err);
+    ok(dir_fd >= 0, "v2: the cgroup2 directory opens for clone3 (%s)",
+       dir_fd >= 0 ? "ok" : err.msg);
+    pid_t cloned = clone_into(dir_fd);
+    if (dir_fd >= 0)
+        close(dir_fd);
     ok(cloned > 0 && procs_has("unified", name, cloned), "v2: clone3 places the child");
     ok_call(cgroup_attach(cg, cloned, &err_), "v2: attach of a cloned child is fine");
     int go;
@@ -1194,7 +1243,6 @@ static void test_forced_v2_placement(void)
     ok(reap(cloned) == SIGKILL && reap(forked) == SIGKILL, "v2: both children died of SIGKILL");
     ok_call(cgroup_destroy(cg, &err_), "v2: destroy");
     ok(group_gone(name), "v2: no directory left");
-    set_mode(NULL);
 }
 
 /* ---------- native cgroup v2 (a pure v2 host with delegated controllers) ---------- */
@@ -1212,25 +1260,28 @@ static bool v2_exists(const char *name)
     return stat(v2_path(path, sizeof path, name, NULL), &st) == 0;
 }
 
-static void test_native_v2_limits(void)
+static void test_native_v2_limits(struct cgroup_host *host)
 {
     char name[64], buf[256], path[4096], want[256];
     group_name(name, sizeof name, "v2n-limits");
     struct cgroup_limits limits = {.memory_bytes = 32 * MIB, .pids = 64};
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+    if (cgroup_create(host, NULL, name, &limits, CGROUP_OOM_GROUP, &cg, &err) < 0) {
         ok(0, "v2: create with limits: %s", err.msg);
         return;
     }
     ok(v2_exists(name), "v2: the group is /sys/fs/cgroup/hutch/%s", name);
-    ok(cgroup_clone_into_fd(cg) >= 0, "v2: has a clone3 fd");
+    int dir_fd = cgroup_open_dir_fd(cg, &err);
+    ok(dir_fd >= 0, "v2: has a clone3 fd");
+    if (dir_fd >= 0)
+        close(dir_fd);
     is_str(read_group_file(buf, sizeof buf, "", name, "memory.max"), "33554432\n",
            "v2: memory.max");
     is_str(read_group_file(buf, sizeof buf, "", name, "memory.swap.max"), "0\n",
            "v2: memory.swap.max 0 (no swap on top of the limit)");
     is_str(read_group_file(buf, sizeof buf, "", name, "memory.oom.group"), "1\n",
-           "v2: memory.oom.group 1 (an OOM kill takes the whole sandbox)");
+           "v2: memory.oom.group 1 with CGROUP_OOM_GROUP (an OOM kill takes the whole sandbox)");
     is_str(read_group_file(buf, sizeof buf, "", name, "pids.max"), "64\n", "v2: pids.max");
     read_group_file(buf, sizeof buf, "", "", "cgroup.subtree_control");
     ok(strstr(buf, "memory") && strstr(buf, "pids") && strstr(buf, "cpu"),
@@ -1244,7 +1295,8 @@ static void test_native_v2_limits(void)
        "v2: a v1 hierarchy is an error (%s)", err.msg);
 
     struct cgroup *dup = (struct cgroup *)1;
-    ok(cgroup_create(name, &limits, &dup, &err) < 0 && dup == NULL && err.errnum == EEXIST,
+    ok(cgroup_create(host, NULL, name, &limits, 0, &dup, &err) < 0 && dup == NULL &&
+           err.errnum == EEXIST,
        "v2: a second group with the same name is refused (%s)", err.msg);
     ok(v2_exists(name), "v2: the refused create left the first group alone");
     int fds[4];
@@ -1274,14 +1326,14 @@ static void fork_ten_then_report(void)
     pause_forever();
 }
 
-static void test_native_v2_pids(void)
+static void test_native_v2_pids(struct cgroup_host *host)
 {
     char name[64];
     group_name(name, sizeof name, "v2n-pids");
     struct cgroup_limits limits = {.pids = 4};
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+    if (cgroup_create(host, NULL, name, &limits, 0, &cg, &err) < 0) {
         ok(0, "v2: create: %s", err.msg);
         return;
     }
@@ -1305,9 +1357,9 @@ static void test_native_v2_pids(void)
 /* Everything that does not depend on v1 files runs through the mode-generic tests too. */
 static const char *const v2_used[] = {""};
 static const char *const v2_unused[] = {"memory", "pids", "cpuacct", "freezer", "unified"};
-static const struct mode mode_v2_native = {
+static struct mode mode_v2_native = {
     .label = "v2",
-    .env = NULL,
+    .open_as = CGROUP_MODE_DETECT,
     .used = v2_used,
     .n_used = COUNT(v2_used),
     .unused = v2_unused,
@@ -1317,14 +1369,14 @@ static const struct mode mode_v2_native = {
     .cgroup2 = "",
 };
 
-static void test_native_v2_oom(void)
+static void test_native_v2_oom(struct cgroup_host *host)
 {
     char name[64];
     group_name(name, sizeof name, "v2n-oom");
     struct cgroup_limits limits = {.memory_bytes = 32 * MIB};
     struct cgroup *cg = NULL;
     err_t err;
-    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+    if (cgroup_create(host, NULL, name, &limits, 0, &cg, &err) < 0) {
         ok(0, "v2: create: %s", err.msg);
         return;
     }
@@ -1347,22 +1399,40 @@ static void test_native_v2_oom(void)
     ok(!v2_exists(name), "v2: no directory left");
 }
 
-/* hybrid forced on a pure v2 host: no v1 hierarchy is mounted, so a clear error, nothing left. */
-static void test_native_v2_forced_hybrid(void)
+/* hybrid (or v1) forced on a pure v2 host: no v1 hierarchy is mounted, so the host does not
+ * open, with a clear error, and nothing is left behind. */
+static void test_native_v2_forced(int open_as, const char *label)
 {
     char name[64];
-    group_name(name, sizeof name, "v2n-hybrid");
-    set_mode("hybrid");
-    struct cgroup *cg = NULL;
+    snprintf(name, sizeof name, "t%d-v2n-%s", (int)getpid(), label);
+    struct cgroup_host *host = (struct cgroup_host *)1;
     err_t err = {0};
-    struct cgroup_limits limits = {.memory_bytes = 32 * MIB, .pids = 8};
-    int rc = cgroup_create(name, &limits, &cg, &err);
-    ok(rc < 0 && strstr(err.msg, "not mounted"), "v2 host, hybrid forced: refused (%s)",
-       rc < 0 ? err.msg : "created");
-    if (rc == 0)
-        cgroup_destroy(cg, NULL);
-    set_mode(NULL);
-    ok(group_gone(name) && !v2_exists(name), "v2 host, hybrid forced: nothing left behind");
+    int rc = cgroup_host_open(open_as, &host, &err);
+    ok(rc < 0 && host == NULL && strstr(err.msg, "not mounted"), "v2 host, %s forced: refused (%s)",
+       label, rc < 0 ? err.msg : "opened");
+    if (rc == 0) {
+        struct cgroup *cg = NULL;
+        struct cgroup_limits limits = {.memory_bytes = 32 * MIB, .pids = 8};
+        if (cgroup_create(host, NULL, name, &limits, 0, &cg, &err) == 0)
+            cgroup_destroy(cg, NULL);
+        cgroup_host_close(host);
+    }
+    ok(group_gone(name) && !v2_exists(name), "v2 host, %s forced: nothing left behind", label);
+}
+
+/* Opens m's host, once for the whole run, as a daemon would. */
+static bool open_host(struct mode *m)
+{
+    err_t err = {0};
+    int rc = cgroup_host_open(m->open_as, &m->host, &err);
+    ok(rc == 0, "%s: open the host (%s)", m->label, rc == 0 ? "ok" : err.msg);
+    return rc == 0;
+}
+
+static void close_host(struct mode *m)
+{
+    cgroup_host_close(m->host);
+    m->host = NULL;
 }
 
 static int test_native_v2(void)
@@ -1370,17 +1440,24 @@ static int test_native_v2(void)
     enum cgroup_mode mode;
     err_t err;
     ok(cgroup_detect(&mode, &err) == 0 && mode == CGROUP_MODE_V2, "this host is pure cgroup v2");
+    int fds_start = count_fds();
+    if (!open_host(&mode_v2_native))
+        return done_testing();
     int fds_before = count_fds();
-    test_native_v2_limits();
-    test_native_v2_pids();
-    test_native_v2_oom();
+    struct cgroup_host *host = mode_v2_native.host;
+    test_native_v2_limits(host);
+    test_native_v2_pids(host);
+    test_native_v2_oom(host);
     test_placement(&mode_v2_native);
     test_cpu(&mode_v2_native);
     test_freeze(&mode_v2_native);
     test_kill_tree(&mode_v2_native);
-    test_native_v2_forced_hybrid();
+    test_native_v2_forced(CGROUP_MODE_HYBRID, "hybrid");
+    test_native_v2_forced(CGROUP_MODE_V1, "v1");
     is_u64((uint64_t)count_fds(), (uint64_t)fds_before, "no fd leaked");
     ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "no child left");
+    close_host(&mode_v2_native);
+    is_u64((uint64_t)count_fds(), (uint64_t)fds_start, "closing the host closes its fds");
     return done_testing();
 }
 
@@ -1396,7 +1473,6 @@ static void test_mode(const struct mode *m)
     test_kill_tree(m);
     test_self_attach(m);
     test_v1_mounts(m);
-    set_mode(NULL);
 }
 
 int main(void)
@@ -1408,7 +1484,6 @@ int main(void)
     }
     enum cgroup_mode mode;
     err_t err;
-    unsetenv("HUTCH_CGROUP_MODE");
     if (cgroup_detect(&mode, &err) < 0 || (mode != CGROUP_MODE_HYBRID && mode != CGROUP_MODE_V2)) {
         printf("1..0 # SKIP written for a hybrid or a pure cgroup v2 host\n");
         return 0;
@@ -1419,19 +1494,32 @@ int main(void)
         mmap(NULL, sizeof *counter, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (mode == CGROUP_MODE_V2)
         return test_native_v2();
-    int fds_before = count_fds();
+    int fds_start = count_fds();
 
     test_modes();
-    test_names();
+    /* One host per mode, each opened once for the whole run. */
+    if (!open_host(&mode_hybrid) || !open_host(&mode_v1) || !open_host(&mode_v2_forced)) {
+        close_host(&mode_hybrid);
+        close_host(&mode_v1);
+        close_host(&mode_v2_forced);
+        return done_testing();
+    }
+    int fds_before = count_fds();
+
+    test_names(mode_hybrid.host);
     test_mode(&mode_hybrid);
     test_file_path();
     test_self_attach_v1_only();
     test_self_attach_open_too_small();
     test_mode(&mode_v1); /* pure v1: cpuacct, freezer.state, the freezer-based kill */
-    test_forced_v2_refuses_limits();
-    test_forced_v2_placement();
+    test_forced_v2_refuses_limits(mode_v2_forced.host);
+    test_forced_v2_placement(mode_v2_forced.host);
 
     is_u64((uint64_t)count_fds(), (uint64_t)fds_before, "no fd leaked");
     ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "no child left");
+    close_host(&mode_hybrid);
+    close_host(&mode_v1);
+    close_host(&mode_v2_forced);
+    is_u64((uint64_t)count_fds(), (uint64_t)fds_start, "closing the hosts closes their fds");
     return done_testing();
 }
