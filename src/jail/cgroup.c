@@ -705,6 +705,12 @@ int cgroup_populated(struct cgroup *cg, bool *populated, err_t *err)
     return cg->host->ops->populated(cg, populated, err);
 }
 
+int cgroup_events_rearm(int fd)
+{
+    char buf[256];
+    return pread(fd, buf, sizeof buf, 0) < 0 ? -1 : 0;
+}
+
 int cgroup_open_events_fd(const struct cgroup *cg, err_t *err)
 {
     if (cg->host->mode == CGROUP_MODE_V1 || !cg->made_v2)
@@ -712,6 +718,13 @@ int cgroup_open_events_fd(const struct cgroup *cg, err_t *err)
     int fd = cgroup_open_file(cg, &cg->host->v2, "cgroup.events", O_RDONLY);
     if (fd < 0) {
         err_set(err, errno, "open cgroup.events");
+        return cgroup_fail(cg, &cg->host->v2, err);
+    }
+    /* A new kernfs fd reports POLLPRI until its first read: read it here, so that the first
+     * POLLPRI the caller sees is a change. */
+    if (cgroup_events_rearm(fd) < 0) {
+        err_set(err, errno, "read cgroup.events");
+        close(fd);
         return cgroup_fail(cg, &cg->host->v2, err);
     }
     return fd;

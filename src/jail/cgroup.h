@@ -140,8 +140,10 @@ int cgroup_kill_start(struct cgroup *cg, bool *atomic, err_t *err);
 /* Whether any process is left in the group or below. */
 int cgroup_populated(struct cgroup *cg, bool *populated, err_t *err);
 /* A new fd of the group's cgroup2 cgroup.events: poll() reports POLLPRI when "populated" or
- * "frozen" changes. -1 with err (ENOTSUP) on pure v1, which has no such file: there the caller
- * learns that a sandbox is empty from its init's pidfd, or asks again on a timer. */
+ * "frozen" changes. It comes read once; the kernel then keeps reporting POLLPRI until the fd is
+ * read again, so after each wake-up read it (pread at offset 0) before polling again. -1 with
+ * err (ENOTSUP) on pure v1, which has no such file: there the caller learns that a sandbox is
+ * empty from its init's pidfd, or asks again on a timer. */
 int cgroup_open_events_fd(const struct cgroup *cg, err_t *err);
 /* Asks for the group (and everything below) to freeze or thaw; a frozen task stops at its next
  * return to user space, so the freeze completes later: cgroup_frozen says when. */

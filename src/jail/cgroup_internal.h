@@ -120,6 +120,10 @@ int cgroup_read_key(const struct cgroup *cg, const struct cgroup_hier *h, const 
 int cgroup_scan_procs(const struct cgroup *cg, const struct cgroup_hier *h, bool recursive,
                       bool kill_them, size_t *count, err_t *err);
 
+/* Reads an events fd (cgroup_open_events_fd) again, so that its next POLLPRI is a new change.
+ * 0, or -1 with errno. */
+int cgroup_events_rearm(int fd);
+
 /* Finds key in "key value\n" text. Returns 0 and the value, or -1 if absent or not a number. */
 int cgroup_parse_key(const char *text, const char *key, uint64_t *out);
 /* True if word is one of the space- or comma-separated words of list. */

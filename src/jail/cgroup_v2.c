@@ -211,6 +211,12 @@ int cgroup_v2_freeze_start(struct cgroup *cg, bool frozen, err_t *err)
 
 int cgroup_v2_kill_start(struct cgroup *cg, bool *atomic, err_t *err)
 {
+    /* Never made (or removed): no process can be in it. Without this a half-made group (or a
+     * missing one, found by cgroup_open) fails on cgroup.freeze below, and
+     * cgroup_remove_by_name with it, although there is nothing to kill. */
+    *atomic = true;
+    if (!cg->made_v2)
+        return 0;
     /* 5.14+: the kernel kills every member and any child forked during the kill, frozen or not. */
     int r = cgroup_write(cg, &cg->host->v2, "cgroup.kill", "1", true, err);
     if (r < 0)
@@ -232,6 +238,9 @@ int cgroup_v2_kill_start(struct cgroup *cg, bool *atomic, err_t *err)
 int cgroup_v2_populated(struct cgroup *cg, bool *populated, err_t *err)
 {
     uint64_t value;
+    *populated = false;
+    if (!cg->made_v2)
+        return 0; /* no directory, no member */
     if (cgroup_read_key(cg, &cg->host->v2, "cgroup.events", "populated", &value, false, err) < 0)
         return -1;
     *populated = value != 0;

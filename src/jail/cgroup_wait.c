@@ -22,16 +22,23 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Waits for the next change: POLLPRI on events_fd, or a step of 1 ms doubling to 16 ms. */
+/* Waits for the next change: POLLPRI on events_fd, or a step of 1 ms doubling to 16 ms.
+ * Even with events_fd the wait is bounded (64 ms): some changes raise no event there (v1
+ * groups on hybrid; an rmdir that said EBUSY after the last event). */
 static void wait_change(int events_fd, unsigned *step_ms, uint64_t deadline)
 {
     uint64_t now = now_ms();
-    int left = deadline > now ? (int)(deadline - now) : 0;
+    unsigned left = deadline > now ? (unsigned)(deadline - now) : 0;
     if (*step_ms == 0)
         *step_ms = 1;
-    int timeout = events_fd >= 0 ? left : (int)(*step_ms < (unsigned)left ? *step_ms : (unsigned)left);
+    unsigned cap = events_fd >= 0 ? 64 : *step_ms;
+    int timeout = (int)(cap < left ? cap : left);
     struct pollfd pfd = {.fd = events_fd, .events = POLLPRI};
-    poll(events_fd >= 0 ? &pfd : NULL, events_fd >= 0 ? 1 : 0, timeout);
+    int n = poll(events_fd >= 0 ? &pfd : NULL, events_fd >= 0 ? 1 : 0, timeout);
+    /* kernfs keeps reporting POLLPRI until the file is read again: without this read every
+     * later poll returns at once, and the wait turns into a busy loop. */
+    if (n > 0 && (pfd.revents & POLLPRI))
+        cgroup_events_rearm(events_fd);
     if (*step_ms < 16)
         *step_ms *= 2;
 }
