@@ -18,6 +18,7 @@ struct command_entry {
     uint32_t id; /* 0 = free */
     pid_t pid;   /* in the sandbox */
     char tag[COMMANDS_TAG_MAX + 1];
+    char cgroup[33]; /* the host's name for its cgroup */
     struct command_fds fds; /* init's copies, -1 once closed (stdin closed, or ended) */
     bool running;
     int exit_code; /* -1 if killed by a signal */

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "init/agent.h"
 #include "init/payload.h"
 #include "jail/control.h"
 #include "jail/privs.h"
@@ -21,6 +22,9 @@ struct init_options {
     int output_fd; /* the sandbox's /output directory, handed to the host with READY; or -1 */
     enum seccomp_profile seccomp;
     struct init_payload payload;
+    bool agent;    /* no payload: serve the control protocol (agent.c) */
+    int listen_fd; /* the agent's listening socket */
+    int hold_fd;   /* kept open for init's life, or -1 */
 };
 
 /* "--NAME=N" into *out; false when arg is not that option or N is not a number in range. */
@@ -44,15 +48,21 @@ static void parse_options(int argc, char **argv, struct init_options *o)
 {
     o->ctl = -1;
     o->output_fd = -1;
+    o->listen_fd = -1;
+    o->hold_fd = -1;
     int i = 1, seccomp = -1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         const char *a = argv[i];
         if (option_int(a, "--ctl", 3, 1 << 20, &o->ctl) ||
             option_int(a, "--output", -1, 1 << 20, &o->output_fd) ||
+            option_int(a, "--listen", 3, 1 << 20, &o->listen_fd) ||
+            option_int(a, "--hold", 3, 1 << 20, &o->hold_fd) ||
             option_int(a, "--seccomp", 0, SECCOMP_PROFILE_INIT - 1, &seccomp))
             continue;
         if (strcmp(a, "--user=root") == 0 || strcmp(a, "--user=user") == 0)
             o->payload.as_root = strcmp(a, "--user=root") == 0;
+        else if (strcmp(a, "--agent") == 0)
+            o->agent = true;
         else if (strcmp(a, "--die-with-parent") == 0)
             o->payload.die_with_parent = true;
         else if (strncmp(a, "--cwd=/", 7) == 0)
@@ -64,9 +74,16 @@ static void parse_options(int argc, char **argv, struct init_options *o)
     }
     if (o->ctl < 0)
         _exit(125); /* nothing to report to */
-    if (seccomp < 0 || i + 1 >= argc)
-        control_die(o->ctl, EINVAL, "hutch init: needs --seccomp and a payload after --");
+    if (seccomp < 0)
+        control_die(o->ctl, EINVAL, "hutch init: needs --seccomp");
     o->seccomp = (enum seccomp_profile)seccomp;
+    if (o->agent) {
+        if (o->listen_fd < 0 || i < argc)
+            control_die(o->ctl, EINVAL, "hutch init: --agent needs --listen and no payload");
+        return;
+    }
+    if (i + 1 >= argc)
+        control_die(o->ctl, EINVAL, "hutch init: needs a payload after --");
     o->payload.argv = argv + i + 1;
 }
 
@@ -108,9 +125,16 @@ void init_main(int argc, char **argv, char **envp)
     struct init_options o = {0};
     parse_options(argc, argv, &o);
     o.payload.envp = envp;
-    copy_payload_argv(&o);
+    if (!o.agent)
+        copy_payload_argv(&o);
     proctitle_init(argc, argv);
     proctitle_set("hutch-init");
+    if (o.agent) {
+        struct seccomp_program prog;
+        if (seccomp_builtin(o.seccomp, &prog) < 0)
+            control_die(o.ctl, EINVAL, "seccomp profile %d", (int)o.seccomp);
+        agent_main(o.ctl, o.listen_fd, o.hold_fd, &prog);
+    }
     /* The exec may have cleared the death signal (it does when credentials change); set again,
      * then look whether the parent is already gone: its end of the channel is closed then. */
     if (o.payload.die_with_parent) {
