@@ -38,12 +38,16 @@ int files_make_dir_at(int dir_fd, const char *name, const struct files_make *mak
      * The name is opened again to get an fd; had the sandbox swapped it meanwhile, the fd is
      * still a directory inside the root (O_NOFOLLOW, one component), now given to uid:gid. */
     cleanup_fd int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0 ||
+        ((make->uid != (uid_t)-1 || make->gid != (gid_t)-1) &&
+         fchown(fd, make->uid, make->gid) < 0) ||
+        fchmod(fd, make->mode & 07777) < 0) {
+        /* Not left behind half made (rmdir takes it only while it is still empty). */
+        int saved = errno;
+        unlinkat(dir_fd, name, AT_REMOVEDIR);
+        errno = saved;
         return -1;
-    if ((make->uid != (uid_t)-1 || make->gid != (gid_t)-1) && fchown(fd, make->uid, make->gid) < 0)
-        return -1;
-    if (fchmod(fd, make->mode & 07777) < 0)
-        return -1;
+    }
     return 1;
 }
 
