@@ -220,6 +220,7 @@ static void handle_spawn(struct agent *a, int c, const struct proto_msg *m, uint
         return;
     }
     memcpy(p->msg, buf, len);
+    p->len = len;
     memcpy(p->msg + 8, &e->id, 4); /* the request id the spawner answers with */
     memcpy(p->fds, fds, *n_fds * sizeof *fds);
     p->n_fds = *n_fds;

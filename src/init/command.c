@@ -157,7 +157,9 @@ int command_spawn(const struct command_spec *spec, const struct seccomp_program 
     /* CLONE_PARENT: init, not this spawner, is the command's parent, so init reaps it and
      * learns how it ended. */
     args.flags = CLONE_PARENT;
-    args.exit_signal = SIGCHLD;
+    /* clone3 refuses an exit signal with CLONE_PARENT: the child takes the spawner's own,
+     * SIGCHLD (fork's). */
+    args.exit_signal = 0;
     if (spec->cgroup_fd >= 0) {
         /* Born inside its group: everything it does is charged to it from the start. */
         args.flags |= CLONE_INTO_CGROUP;

@@ -591,6 +591,11 @@ const char *cgroup_path(const struct cgroup *cg)
     return cg->path;
 }
 
+struct cgroup_host *cgroup_host_of(const struct cgroup *cg)
+{
+    return cg->host;
+}
+
 enum cgroup_mode cgroup_mode_of(const struct cgroup *cg)
 {
     return cg->host->mode;

@@ -94,6 +94,7 @@ void cgroup_free(struct cgroup *cg);
 
 const char *cgroup_path(const struct cgroup *cg); /* below hutch/: "NAME/cmd-3" */
 enum cgroup_mode cgroup_mode_of(const struct cgroup *cg);
+struct cgroup_host *cgroup_host_of(const struct cgroup *cg);
 /* The absolute path of FILE in the group in the hierarchy that holds CONTROLLER ("memory",
  * "pids", "cpuacct", "freezer", or "" for the cgroup2 group); FILE "" gives the directory itself.
  * -1 with err when the mode has no such hierarchy (e.g. "freezer" on hybrid, "" on v1), the

@@ -2,6 +2,8 @@
 #include "jail/command.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,6 +48,7 @@ int jail_command_start(struct jail *jail, const struct jail_command_spec *spec,
         return err_wrap(err, "sandbox %s", jail->name);
     int fds[1 + 4], n_fds = 0;
     size_t n_v1 = 0;
+    cleanup_free uint8_t *buf = NULL;
     bool has_dir = false;
     int rc = -1;
     if (cgroup_delegate_procs(cg, root, root, err) < 0)
@@ -64,7 +67,7 @@ int jail_command_start(struct jail *jail, const struct jail_command_spec *spec,
         .envp = (char **)spec->envp, .cwd = spec->cwd, .as_root = spec->as_root,
         .stdin_pipe = spec->stdin_pipe, .pty = spec->pty, .rows = spec->rows, .cols = spec->cols,
         .has_cgroup_fd = has_dir, .n_v1_fds = (unsigned)n_v1, .cgroup = group};
-    cleanup_free uint8_t *buf = malloc(SPAWN_BUF);
+    buf = malloc(SPAWN_BUF);
     if (!buf) {
         err_set(err, ENOMEM, "sandbox %s: spawn", jail->name);
         goto out;

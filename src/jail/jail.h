@@ -115,7 +115,8 @@ struct jail_spec {
     /* Agent sandboxes: a listening SOCK_SEQPACKET unix socket, bound where only the caller can
      * reach it, on which init serves the control protocol to whoever connects (a restarted
      * daemon included); and an fd init holds for its whole life (the uid range lock, so that the
-     * range stays taken while the sandbox lives, whoever else comes and goes). -1 if none. */
+     * range stays taken while the sandbox lives, whoever else comes and goes). Any value below 3
+     * (stdio's) means none, so that a zeroed spec asks for neither. */
     int listen_fd;
     int hold_fd;
 };
@@ -123,6 +124,7 @@ struct jail_spec {
 struct jail {
     char name[80];
     pid_t pid;        /* host pid of the sandbox's init */
+    uid_t host_uid_base; /* the sandbox's uid range (its root as the host sees it) */
     int pidfd;        /* pidfd of init: readable when init has exited */
     int control_fd;   /* SOCK_SEQPACKET to init (src/jail/control.h), non-blocking */
     int output_dirfd; /* the sandbox's /output, readable after it dies; -1 if not asked */
@@ -148,6 +150,9 @@ _Noreturn void jail_child_main(const struct jail_spec *spec, int ctl);
 /* An fd of this process's own executable (close-on-exec), opened once; the child execs init
  * through it. -1 if it could not be opened (jail_start_begin then fails). */
 int jail_init_exec_fd(void);
+/* A program other than the hutch binary itself that links this library (a test) names the hutch
+ * binary to run as init. Once, before the first sandbox. */
+int jail_use_init_binary(const char *path, err_t *err);
 uint64_t jail_now_ns(void);
 
 /* ---- start ---- */

@@ -188,6 +188,7 @@ int jail_reopen(struct cgroup_host *cgroups, int dirfd, const char *name, struct
     }
     out->pidfd = pidfd;
     out->pid = record->pid;
+    out->host_uid_base = record->host_uid_base;
     out->ready = true;
     if (cgroup_open(cgroups, record->cgroup, CGROUP_NESTED, &out->cgroup, err) < 0)
         goto fail;

@@ -25,12 +25,24 @@
 #include "util/fds.h"
 #include "util/proctitle.h"
 
+static int init_exec_fd = -1;
+
 int jail_init_exec_fd(void)
 {
-    static int fd = -1;
+    if (init_exec_fd < 0)
+        init_exec_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    return init_exec_fd;
+}
+
+int jail_use_init_binary(const char *path, err_t *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-    return fd;
+        return err_set(err, errno, "open %s (hutch init)", path);
+    if (init_exec_fd >= 0)
+        close(init_exec_fd);
+    init_exec_fd = fd;
+    return 0;
 }
 
 uint64_t jail_now_ns(void)
@@ -92,6 +104,7 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
     } else if (!spec->argv[0] || !spec->argv[0][0]) {
         return err_set(err, EINVAL, "sandbox spec: empty command");
     }
+
     if (!spec->envp)
         return err_set(err, EINVAL, "sandbox spec: no environment");
     /* The child overwrites the argv area (proctitle_set) before it execs the payload. */
@@ -399,6 +412,7 @@ static int make_cgroups(const struct jail_spec *spec, struct jail *out,
 int jail_start_begin(const struct jail_spec *spec, struct jail *out, err_t *err)
 {
     jail_init_empty(out, spec->name ? spec->name : "");
+    out->host_uid_base = spec->host_uid_base;
     out->setup_deadline_ns = jail_now_ns() + JAIL_SETUP_TIMEOUT_MS * 1000000ull;
     if (validate_spec(spec, err) < 0)
         return -1;

@@ -466,6 +466,8 @@ int proto_decode_command(const uint8_t *body, size_t len, struct proto_command *
             if (proto_field_str(&f, PROTO_MAX_STRING, &out->tag, err) < 0)
                 return -1;
             break;
+        case PROTO_T_FDS: /* a SPAWN_REPLY's: its reader checks it against the fds */
+            break;
         case PROTO_T_CGROUP:
             if (proto_field_str(&f, 32, &out->cgroup, err) < 0)
                 return -1;
