@@ -311,6 +311,10 @@ int jail_start_complete(struct jail *jail, err_t *err)
     struct control_msg msg;
     int fd = -1;
     int rc = control_recv(jail->control_fd, &msg, &fd);
+    /* A child that failed and exited with our cgroup message unread resets the connection, and
+     * the kernel reports that ahead of the child's own report, still queued: read that. */
+    if (rc < 0 && errno == ECONNRESET)
+        rc = control_recv(jail->control_fd, &msg, &fd);
     if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         if (jail_now_ns() < jail->setup_deadline_ns)
             return 1;
