@@ -82,11 +82,7 @@ static void send_to(struct agent *a, int c, const uint8_t *buf, size_t len, cons
 static void reply_error(struct agent *a, int c, uint32_t id, int errnum, const char *msg)
 {
     uint8_t buf[PROTO_MAX_STRING + 128];
-    struct proto_writer w;
-    proto_begin(&w, buf, sizeof buf, PROTO_ERROR, id, 0);
-    proto_put_u32(&w, PROTO_T_ERRNO, (uint32_t)(errnum > 0 ? errnum : EIO));
-    proto_put_str(&w, PROTO_T_MESSAGE, msg);
-    send_to(a, c, buf, proto_finish(&w), NULL, 0);
+    send_to(a, c, buf, proto_encode_error(buf, sizeof buf, id, errnum, msg), NULL, 0);
 }
 
 static void reply_ok(struct agent *a, int c, uint32_t id, int written)
@@ -102,23 +98,13 @@ static void reply_ok(struct agent *a, int c, uint32_t id, int written)
 /* SPAWN_REPLY with init's copies of the command's host-side ends. */
 static void reply_fds(struct agent *a, int c, uint32_t id, const struct command_entry *e)
 {
-    int pass[4];
-    size_t n = 0;
-    uint32_t mask = 0;
     const int ends[4] = {e->fds.stdout_r, e->fds.stderr_r, e->fds.stdin_w, e->fds.pty_master};
-    const uint32_t bits[4] = {PROTO_FD_STDOUT, PROTO_FD_STDERR, PROTO_FD_STDIN, PROTO_FD_PTY};
-    for (size_t i = 0; i < 4; i++)
-        if (ends[i] >= 0) {
-            pass[n++] = ends[i];
-            mask |= bits[i];
-        }
+    int pass[4];
+    size_t n;
     uint8_t buf[128];
-    struct proto_writer w;
-    proto_begin(&w, buf, sizeof buf, PROTO_SPAWN_REPLY, id, n);
-    proto_put_u32(&w, PROTO_T_CMD_ID, e->id);
-    proto_put_u32(&w, PROTO_T_PID, (uint32_t)e->pid);
-    proto_put_u32(&w, PROTO_T_FDS, mask);
-    send_to(a, c, buf, proto_finish(&w), pass, n);
+    size_t len =
+        proto_encode_spawn_reply(buf, sizeof buf, id, e->id, (uint32_t)e->pid, ends, pass, &n);
+    send_to(a, c, buf, len, pass, n);
 }
 
 static void put_command(struct proto_writer *w, const struct command_entry *e)

@@ -15,38 +15,21 @@
 #include "init/command.h"
 #include "proto/proto.h"
 
-/* ERROR {ERRNO, MESSAGE} for the spawn with id. */
 static void reply_error(int sock, uint32_t id, const err_t *err)
 {
     uint8_t buf[1200];
-    struct proto_writer w;
-    proto_begin(&w, buf, sizeof buf, PROTO_ERROR, id, 0);
-    proto_put_u32(&w, PROTO_T_ERRNO, (uint32_t)(err->errnum > 0 ? err->errnum : EIO));
-    proto_put_str(&w, PROTO_T_MESSAGE, err->msg);
-    size_t len = proto_finish(&w);
+    size_t len = proto_encode_error(buf, sizeof buf, id, err->errnum, err->msg);
     if (len)
         proto_send(sock, buf, len, NULL, 0);
 }
 
 static void reply_spawned(int sock, uint32_t id, pid_t pid, const struct command_fds *fds)
 {
-    int pass[4];
-    size_t n = 0;
-    uint32_t mask = 0;
     const int ends[4] = {fds->stdout_r, fds->stderr_r, fds->stdin_w, fds->pty_master};
-    const uint32_t bits[4] = {PROTO_FD_STDOUT, PROTO_FD_STDERR, PROTO_FD_STDIN, PROTO_FD_PTY};
-    for (size_t i = 0; i < 4; i++)
-        if (ends[i] >= 0) {
-            pass[n++] = ends[i];
-            mask |= bits[i];
-        }
+    int pass[4];
+    size_t n;
     uint8_t buf[128];
-    struct proto_writer w;
-    proto_begin(&w, buf, sizeof buf, PROTO_SPAWN_REPLY, id, n);
-    proto_put_u32(&w, PROTO_T_CMD_ID, id);
-    proto_put_u32(&w, PROTO_T_PID, (uint32_t)pid);
-    proto_put_u32(&w, PROTO_T_FDS, mask);
-    size_t len = proto_finish(&w);
+    size_t len = proto_encode_spawn_reply(buf, sizeof buf, id, id, (uint32_t)pid, ends, pass, &n);
     if (len)
         proto_send(sock, buf, len, pass, n);
 }
@@ -64,10 +47,15 @@ static void serve_one(int sock, const uint8_t *buf, size_t len, int *fds, size_t
         reply_error(sock, len >= PROTO_HEADER_SIZE ? m.request_id : 0, &err);
         return;
     }
-    struct command_spec spec = {
-        .argv = s.argv, .envp = s.envp, .cwd = s.cwd, .as_root = s.as_root,
-        .stdin_pipe = s.stdin_pipe, .pty = s.pty, .rows = s.rows, .cols = s.cols,
-        .cgroup_fd = s.has_cgroup_fd ? fds[0] : -1};
+    struct command_spec spec = {.argv = s.argv,
+                                .envp = s.envp,
+                                .cwd = s.cwd,
+                                .as_root = s.as_root,
+                                .stdin_pipe = s.stdin_pipe,
+                                .pty = s.pty,
+                                .rows = s.rows,
+                                .cols = s.cols,
+                                .cgroup_fd = s.has_cgroup_fd ? fds[0] : -1};
     for (unsigned i = 0; i < s.n_v1_fds; i++)
         spec.v1_fds[spec.n_v1_fds++] = fds[(s.has_cgroup_fd ? 1 : 0) + i];
     pid_t pid;

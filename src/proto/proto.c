@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/fds.h"
+
 #define FIELD_HEADER 8
 
 /* Both ends run on the same machine, and hutch builds for little-endian x86_64 only; memcpy of
@@ -435,6 +437,38 @@ bad:
     return -1;
 }
 
+/* ---------- replies both init and its spawner send ---------- */
+
+size_t proto_encode_spawn_reply(void *buf, size_t cap, uint32_t request_id, uint32_t cmd_id,
+                                uint32_t pid, const int ends[4], int pass[4], size_t *n_pass)
+{
+    static const uint32_t bits[4] = {PROTO_FD_STDOUT, PROTO_FD_STDERR, PROTO_FD_STDIN,
+                                     PROTO_FD_PTY};
+    uint32_t mask = 0;
+    *n_pass = 0;
+    for (size_t i = 0; i < 4; i++)
+        if (ends[i] >= 0) {
+            pass[(*n_pass)++] = ends[i];
+            mask |= bits[i];
+        }
+    struct proto_writer w;
+    proto_begin(&w, buf, cap, PROTO_SPAWN_REPLY, request_id, *n_pass);
+    proto_put_u32(&w, PROTO_T_CMD_ID, cmd_id);
+    proto_put_u32(&w, PROTO_T_PID, pid);
+    proto_put_u32(&w, PROTO_T_FDS, mask);
+    return proto_finish(&w);
+}
+
+size_t proto_encode_error(void *buf, size_t cap, uint32_t request_id, int errnum,
+                          const char *message)
+{
+    struct proto_writer w;
+    proto_begin(&w, buf, cap, PROTO_ERROR, request_id, 0);
+    proto_put_u32(&w, PROTO_T_ERRNO, (uint32_t)(errnum > 0 ? errnum : EIO));
+    proto_put_str(&w, PROTO_T_MESSAGE, message);
+    return proto_finish(&w);
+}
+
 /* ---------- a command (LIST_REPLY entry, EXITED) ---------- */
 
 int proto_decode_command(const uint8_t *body, size_t len, struct proto_command *out, err_t *err)
@@ -564,20 +598,7 @@ ssize_t proto_recv(int sock, void *buf, size_t cap, int *fds, size_t max_fds, si
     if (n < 0)
         return -1;
     int got[PROTO_MAX_FDS];
-    size_t n_got = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < count; i++) {
-            int fd;
-            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-            if (n_got < PROTO_MAX_FDS)
-                got[n_got++] = fd;
-            else
-                close(fd);
-        }
-    }
+    size_t n_got = fd_take_rights(&mh, got, PROTO_MAX_FDS);
     if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
         close_all(got, n_got);
         errno = EMSGSIZE;

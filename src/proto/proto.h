@@ -149,6 +149,14 @@ size_t proto_encode_spawn(void *buf, size_t cap, uint32_t request_id, const stru
 int proto_decode_spawn(const struct proto_msg *m, struct proto_spawn *out, err_t *err);
 void proto_spawn_free(struct proto_spawn *s);
 
+/* SPAWN_REPLY {CMD_ID, PID, FDS}: ends are stdout, stderr, stdin and the pty's master, -1 where
+ * none; pass gets the ones to send with it, in that order, *n_pass how many. The length, or 0. */
+size_t proto_encode_spawn_reply(void *buf, size_t cap, uint32_t request_id, uint32_t cmd_id,
+                                uint32_t pid, const int ends[4], int pass[4], size_t *n_pass);
+/* ERROR {ERRNO, MESSAGE}; errnum <= 0 is sent as EIO. The length, or 0. */
+size_t proto_encode_error(void *buf, size_t cap, uint32_t request_id, int errnum,
+                          const char *message);
+
 /* A command as LIST_REPLY and EXITED carry it. */
 struct proto_command {
     uint32_t cmd_id;
