@@ -604,6 +604,12 @@ ssize_t proto_recv(int sock, void *buf, size_t cap, int *fds, size_t max_fds, si
         errno = EMSGSIZE;
         return -1;
     }
+    /* An empty datagram reads as 0 bytes, like the end: only a peer that has hung up ends. */
+    if (n == 0 && !fd_peer_hung_up(sock)) {
+        close_all(got, n_got);
+        errno = EBADMSG;
+        return -1;
+    }
     /* The header's count must match what came: a mismatch is a malformed message. */
     uint8_t declared = n >= PROTO_HEADER_SIZE ? ((uint8_t *)buf)[5] : 0;
     if (n > 0 && (declared != n_got || n_got > max_fds)) {

@@ -180,9 +180,9 @@ int proto_get_str(const struct proto_msg *m, enum proto_tag tag, size_t max, con
 
 /* Sends one message with fds; never blocks (EAGAIN to the caller), never raises SIGPIPE. */
 int proto_send(int sock, const void *buf, size_t len, const int *fds, size_t n_fds);
-/* Receives one message: its length (0 at EOF), or -1 with errno (EAGAIN; EMSGSIZE for a
- * datagram or control data that did not fit, EBADMSG for fds that do not match the header's
- * count). Received fds are close-on-exec and, on any failure, closed. */
+/* Receives one message: its length (0 once the peer has hung up), or -1 with errno (EAGAIN;
+ * EMSGSIZE for a datagram or control data that did not fit, EBADMSG for fds that do not match
+ * the header's count or an empty datagram from a peer still there). Received fds are close-on-exec and, on any failure, closed. */
 ssize_t proto_recv(int sock, void *buf, size_t cap, int *fds, size_t max_fds, size_t *n_fds);
 /* Raises a socket's buffers so that a PROTO_MAX_TO_INIT message fits (with the FORCE variants
  * where permitted). */
