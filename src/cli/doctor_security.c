@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -130,20 +131,31 @@ static enum doctor_status landlock_child(struct probe *p, void *arg, char *detai
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return doctor_say(detail, size, DOCTOR_WARN, "prctl(PR_SET_NO_NEW_PRIVS): %s",
                           strerror(errno));
+    /* The write rule is tried on a place outside the writable ones that is certainly writable
+     * without Landlock: a tmpfs of this probe's own over /usr, in a mount namespace of its own
+     * (so nothing of the host's is written even if the rule did not hold, and a read-only / — a
+     * container's, the test guest's — does not hide the answer behind EROFS). Without the
+     * privilege for that, a mkdir in / stands in. */
+    const char *where = "/";
+    if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+        mount("tmpfs", "/usr", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755") == 0)
+        where = "/usr";
     if (landlock_restrict() < 0)
         return doctor_say(detail, size, DOCTOR_WARN,
                           "landlock_restrict() failed: %s; sandboxes would "
                           "fail to start",
                           strerror(errno));
-    /* "/" is outside the places a sandbox may write; as root, only Landlock can refuse this. */
+    /* As root, only Landlock can refuse this. */
     char dir[64];
-    snprintf(dir, sizeof dir, "/.hutch-doctor-landlock-%d", (int)getpid());
+    snprintf(dir, sizeof dir, "%s/.hutch-doctor-landlock-%d", strcmp(where, "/") ? where : "",
+             (int)getpid());
     const char *fs = "mkdir outside the writable places -> EACCES";
     if (mkdir(dir, 0700) == 0) {
         rmdir(dir);
         return doctor_say(detail, size, DOCTOR_WARN,
-                          "after landlock_restrict() a mkdir in / "
-                          "still worked: the rules do not apply");
+                          "after landlock_restrict() a mkdir in %s "
+                          "still worked: the rules do not apply",
+                          where);
     }
     if (errno == EROFS)
         fs = "(/ is read-only, write rule not testable)";
@@ -151,9 +163,9 @@ static enum doctor_status landlock_child(struct probe *p, void *arg, char *detai
         fs = "(not root, so the write rule is not testable)";
     else if (errno != EACCES)
         return doctor_say(detail, size, DOCTOR_WARN,
-                          "after landlock_restrict() mkdir in / gave %s, "
+                          "after landlock_restrict() mkdir in %s gave %s, "
                           "want EACCES",
-                          strerror(errno));
+                          where, strerror(errno));
     if (abi < 6)
         return doctor_say(detail, size, DOCTOR_OK, "landlock_restrict() in a child: %s", fs);
     /* Signal scoping: the parent is outside our domain, so even signal 0 must be refused. */
