@@ -52,6 +52,13 @@ mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm || die "mount /dev/shm"
 # modprobe finds the host's /lib/modules, which holds this kernel's (the package installed it).
 modprobe -a virtio_blk ext4 overlay || die "modprobe virtio_blk ext4 overlay"
 for _ in $(seq 50); do [ -b /dev/vda ] && break; sleep 0.1; done
+# A repository under /tmp (a clone made there) would be hidden by the scratch disk: it stays
+# reachable through a bind of the host's /tmp, made first.
+if [[ $repo == /tmp/* ]]; then
+    mkdir -p /var/tmp/hutch-host-tmp && mount --bind /tmp /var/tmp/hutch-host-tmp ||
+        die "bind the host's /tmp, which holds the repository"
+    repo=/var/tmp/hutch-host-tmp/${repo#/tmp/}
+fi
 mount -t ext4 -o noatime /dev/vda /tmp || die "mount the scratch disk on /tmp"
 chmod 1777 /tmp
 hostname hutch-guest
