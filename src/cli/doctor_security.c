@@ -139,7 +139,7 @@ static enum doctor_status landlock_child(struct probe *p, void *arg, char *detai
     const char *where = "/";
     if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
         mount("tmpfs", "/usr", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755") == 0)
-        where = "/usr";
+        where = "/usr/";
     if (landlock_restrict() < 0)
         return doctor_say(detail, size, DOCTOR_WARN,
                           "landlock_restrict() failed: %s; sandboxes would "
@@ -147,8 +147,7 @@ static enum doctor_status landlock_child(struct probe *p, void *arg, char *detai
                           strerror(errno));
     /* As root, only Landlock can refuse this. */
     char dir[64];
-    snprintf(dir, sizeof dir, "%s/.hutch-doctor-landlock-%d", strcmp(where, "/") ? where : "",
-             (int)getpid());
+    snprintf(dir, sizeof dir, "%s.hutch-doctor-landlock-%d", where, (int)getpid());
     const char *fs = "mkdir outside the writable places -> EACCES";
     if (mkdir(dir, 0700) == 0) {
         rmdir(dir);
