@@ -126,7 +126,15 @@ int cgroup_destroy(struct cgroup *cg, err_t *err)
 {
     if (!cg)
         return 0;
-    /* The common case needs no kill: the sandbox's processes are gone, which one read says. */
+    /* The common case needs no kill and no read: the sandbox's processes are gone, which the
+     * removal itself says, since the kernel refuses to remove a group that still holds a process
+     * or a group (EBUSY). On hybrid, asking first would cost a walk of each v1 group (its
+     * cgroup.procs and its directory) on top of cgroup2's cgroup.events. */
+    if (cgroup_remove(cg, NULL) == 0) {
+        cgroup_free(cg);
+        return 0;
+    }
+    /* What failed to go is still marked made (cgroup_remove); what went is no longer looked at. */
     bool populated = true;
     int rc = 0;
     if (cgroup_populated(cg, &populated, NULL) < 0 || populated)

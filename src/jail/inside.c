@@ -203,20 +203,22 @@ void jail_child_main(const struct jail_spec *spec, int ctl)
     keep_only_sandbox_fds(spec, ctl);
     reset_signals();
     proctitle_set("hutch-init");
+    /* While the parent writes the id maps, which takes it most of a millisecond: these steps
+     * need only the capabilities the clone gave us in the new namespaces, not our ids. Before
+     * the sandbox's /proc hides the /proc/sys knobs read-only. */
+    int cgroupns_limit = shares_set_limits(ctl, &spec->limits);
+    const char *hostname = spec->hostname ? spec->hostname : "hutch";
+    if (sethostname(hostname, strlen(hostname)) < 0)
+        control_die(ctl, errno, "sethostname");
+    if (netns_loopback_up() < 0)
+        control_die(ctl, errno, "bring up lo");
     wait_for_go(ctl);
     if (userns_become_root() < 0)
         control_die(ctl, errno, "become root in the user namespace");
     /* After the credential change above: a change of credentials clears the death signal. */
     if (spec->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         control_die(ctl, errno, "PR_SET_PDEATHSIG");
-    /* As the sandbox's root, whose namespace capabilities set them, and before the sandbox's
-     * /proc hides the knobs read-only. */
-    int cgroupns_limit = shares_apply(ctl, &spec->limits);
-    const char *hostname = spec->hostname ? spec->hostname : "hutch";
-    if (sethostname(hostname, strlen(hostname)) < 0)
-        control_die(ctl, errno, "sethostname");
-    if (netns_loopback_up() < 0)
-        control_die(ctl, errno, "bring up lo");
+    shares_join_keyring(ctl);
     umask(022);
     int output_fd = rootfs_enter(ctl, spec);
     /* Into the v1 groups before anything the caller or the program controls is charged: the

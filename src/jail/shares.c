@@ -29,7 +29,7 @@ static void set_user_limit(int ctl, const char *name, unsigned long long value)
         control_die(ctl, err.errnum, "set %s", path);
 }
 
-int shares_apply(int ctl, const struct jail_limits *limits)
+int shares_set_limits(int ctl, const struct jail_limits *limits)
 {
     set_user_limit(ctl, "max_inotify_instances",
                    limits->inotify_instances ? limits->inotify_instances
@@ -45,14 +45,19 @@ int shares_apply(int ctl, const struct jail_limits *limits)
     };
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         set_user_limit(ctl, none[i], 0);
-    /* The caller's session keyring would otherwise stay ours (a fork keeps it): a fresh,
-     * anonymous one, charged to the sandbox's own root. */
-    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
-        control_die(ctl, errno, "join a session keyring of the sandbox's own");
     int fd = open(USER_SYSCTL_DIR "max_cgroup_namespaces", O_WRONLY | O_CLOEXEC);
     if (fd < 0 && errno != ENOENT)
         control_die(ctl, errno, "open " USER_SYSCTL_DIR "max_cgroup_namespaces");
     return fd;
+}
+
+void shares_join_keyring(int ctl)
+{
+    /* The caller's session keyring would otherwise stay ours (a fork keeps it): a fresh,
+     * anonymous one. A keyring belongs to, and is charged to, its creator's real uid: host root
+     * until userns_become_root, the sandbox's own root after. */
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+        control_die(ctl, errno, "join a session keyring of the sandbox's own");
 }
 
 void shares_close_cgroup_namespaces(int ctl, int fd, unsigned max)

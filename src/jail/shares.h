@@ -5,11 +5,15 @@
 #pragma once
 #include "jail/jail.h"
 
-/* The namespace's /proc/sys/user limits (inotify, fanotify, namespaces) and a session keyring
- * of the sandbox's own. Dies over ctl on failure. Returns an fd to max_cgroup_namespaces, which
- * can only be closed to 0 after the child's own cgroup namespace exists (or -1 if the kernel has
- * no such file): pass it to shares_close_cgroup_namespaces. */
-int shares_apply(int ctl, const struct jail_limits *limits);
+/* The namespace's /proc/sys/user limits (inotify, fanotify, namespaces). The capabilities the
+ * clone gave the child in its new user namespace are all this needs (CAP_SYS_RESOURCE there), not
+ * its id maps: it runs while the parent writes those. Dies over ctl on failure. Returns an fd to
+ * max_cgroup_namespaces, which can only be closed to 0 after the child's own cgroup namespace
+ * exists (or -1 if the kernel has no such file): pass it to shares_close_cgroup_namespaces. */
+int shares_set_limits(int ctl, const struct jail_limits *limits);
+/* A session keyring of the sandbox's own, charged to the sandbox's root: after
+ * userns_become_root. Dies over ctl on failure. */
+void shares_join_keyring(int ctl);
 /* Sets max_cgroup_namespaces to max (0 for a one-shot sandbox; an agent sandbox's commands make
  * one each) and closes fd. */
 void shares_close_cgroup_namespaces(int ctl, int fd, unsigned max);
