@@ -21,6 +21,7 @@
 #include "jail/control.h"
 #include "jail/jail.h"
 #include "jail/userns.h"
+#include "jail/writable_root.h"
 #include "util/cleanup.h"
 #include "util/fds.h"
 #include "util/proctitle.h"
@@ -382,6 +383,9 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
         err_set(err, errno, "send go to sandbox init");
         goto fail;
     }
+    /* While the child does its first steps; it receives them when it builds its root. */
+    if (spec->writable_root && writable_root_send(out->control_fd, pid, spec, err) < 0)
+        goto fail;
     if (send_cgroups(out, &cg_limits, err) < 0) {
         /* The child may have failed first (a missing bind source) and closed its end: its own
          * report, already queued on the channel, says why better than our EPIPE. */
