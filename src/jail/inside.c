@@ -230,7 +230,8 @@ void jail_exec_payload(const struct jail_spec *spec, int ctl, const struct secco
         control_die(ctl, errno, "close_range");
     uid_t uid = spec->as_root ? 0 : JAIL_USER_UID;
     const char *cwd = spec->cwd ? spec->cwd : (spec->as_root ? "/root" : JAIL_USER_HOME);
-    if (privs_drop(uid, spec->die_with_parent) < 0)
+    if (privs_drop(uid, spec->as_root && spec->writable_root ? JAIL_WRITABLE_ROOT_CAPS : 0,
+                   spec->die_with_parent) < 0)
         control_die(ctl, errno, "drop privileges");
     /* The OOM killer must pick the program, never init: tmpfs pages belong to no process, so at
      * the memory limit init (a copy of the supervisor) can look largest. Lowering init's score
@@ -251,7 +252,7 @@ void jail_exec_payload(const struct jail_spec *spec, int ctl, const struct secco
     if (cwd_fd < 0 || fchdir(cwd_fd) < 0)
         control_die(ctl, errno, "working directory %s", cwd);
     close(cwd_fd);
-    if (landlock_restrict() < 0)
+    if (landlock_restrict_for(spec->writable_root) < 0)
         control_die(ctl, errno, "landlock");
     /* Last: from here on the filter applies to us, and it forbids much of the above. */
     if (seccomp_install(prog) < 0)
