@@ -41,9 +41,9 @@ struct mount_target {
     bool dir;
 };
 static const struct mount_target mount_targets[] = {
-    {"dev", true},       {"dev/pts", true},   {"dev/shm", true},     {"dev/null", false},
-    {"dev/zero", false}, {"dev/full", false}, {"dev/random", false}, {"dev/urandom", false},
-    {"dev/tty", false},  {"proc", true},      {"usr", true},
+    {"dev", true},       {"dev/pts", true},     {"dev/null", false},    {"dev/zero", false},
+    {"dev/full", false}, {"dev/random", false}, {"dev/urandom", false}, {"dev/tty", false},
+    {"proc", true},      {"usr", true},
 };
 
 static void make_dir(int ctl, int dirfd, const char *path, mode_t mode, uid_t uid)
@@ -296,12 +296,13 @@ static void check_mount_targets(int ctl, int root_fd)
         }
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
-            control_die(ctl, errno == ELOOP ? ENOTDIR : errno,
-                        "writable root: /%s must be a %s, not a link", t->path,
-                        t->dir ? "directory" : "file");
+            control_die(ctl, errno, "writable root: /%s", t->path);
         close(fd);
-        if (S_ISDIR(st.st_mode) != t->dir)
-            control_die(ctl, t->dir ? ENOTDIR : EISDIR, "writable root: /%s", t->path);
+        /* O_PATH | O_NOFOLLOW opens a link itself; a link on the way fails with ELOOP above. */
+        if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) != t->dir)
+            control_die(ctl, 0, "writable root: /%s must be a %s, not a %s", t->path,
+                        t->dir ? "directory" : "file",
+                        S_ISLNK(st.st_mode) ? "link" : t->dir ? "file" : "directory");
     }
 }
 
