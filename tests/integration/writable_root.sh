@@ -182,6 +182,32 @@ kill "$holder"
 wait "$holder" 2>/dev/null
 check "once its sandbox is gone, the layer is free again" "$HUTCH" layer info wrA
 check "and no loop device is left" no_loop wrA
+# The same when the supervisor is killed outright: the sandbox dies with it, and the layer's
+# mount lived only in the sandbox's namespace.
+"$HUTCH" run --writable-root wrA --timeout 30 -- sleep 30 >/dev/null 2>&1 &
+holder=$!
+bg_pids+=("$holder")
+for _ in $(seq 100); do
+    "$HUTCH" layer info wrA >/dev/null 2>&1 || break
+    sleep 0.05
+done
+kill -9 "$holder"
+wait "$holder" 2>/dev/null
+for _ in $(seq 100); do
+    "$HUTCH" layer info wrA >/dev/null 2>&1 && break
+    sleep 0.05
+done
+check "after kill -9 of hutch run, the layer is free again" "$HUTCH" layer info wrA
+check "and no loop device is left" no_loop wrA
+
+# --- a layer that is not a filesystem ------------------------------------------------------------
+mkdir -m 700 "$layers/wrE"
+head -c $((16 << 20)) /dev/zero >"$layers/wrE/disk.img"
+json=$(wrun wrE --json -- true)
+is "$(jfield "$json" status)" "XX" "a layer that is no ext4 filesystem is refused (XX)"
+like "$(jfield "$json" message)" "disk layer $layers/wrE/disk.img: mount ext4 from /dev/loop[0-9]+" \
+    "and the message names the image"
+check "and no loop device is left" no_loop wrE
 
 # --- the cap -------------------------------------------------------------------------------------
 json=$(wrun wrC --disk 32M --root --json -- sh -c 'dd if=/dev/zero of=/usr/big bs=1M count=100 2>&1; echo rc=$?')
@@ -227,7 +253,7 @@ fi
 check "no loop device is left after the refused start" no_loop wrD
 
 # --- removal leaves nothing ----------------------------------------------------------------------
-for l in wrA wrB wrC wrD; do
+for l in wrA wrB wrC wrD wrE; do
     "$HUTCH" layer rm "$l" || not_ok "hutch layer rm $l"
 done
 check_fails "hutch layer rm removed every layer" sh -c "ls -A '$layers' | grep ."
