@@ -235,6 +235,18 @@ try:
 except OSError as e:
     print(e.strerror)' 2>&1)
 is "$out" "Invalid cross-device link" "root cannot move /dev away (overlayfs refuses to rename a lower directory)"
+# overlayfs's own metadata lives in user.overlay.* xattrs of the upper layer: one set from inside
+# is stored escaped (6.7+) or refused, never taken as overlayfs's own at the next mount, where an
+# "opaque" /etc would hide the template's files.
+out=$(wrun wrD --root -- python3 -c '
+import os
+try:
+    os.setxattr("/etc", "user.overlay.opaque", b"y"); print("set")
+except OSError as e:
+    print(e.strerror)' 2>&1)
+like "$out" "^(set|Operation not permitted|Operation not supported)$" "root may set user.overlay.opaque on /etc from inside ($out)"
+out=$(wrun wrD -- sh -c 'test -s /etc/passwd && echo still-there')
+is "$out" "still-there" "the next start does not take it as overlayfs's own: /etc keeps the template's files"
 # What an earlier life could leave if it could (another kernel, another overlay option): /dev a
 # link to "/", made here on the host in the layer itself.
 plant=$scratch/plant
