@@ -101,17 +101,19 @@ static int run_mke2fs(const char *path, const char *ext, err_t *err)
         close(pipefd[0]);
         return err_set(err, rc, "run %s", tool);
     }
-    char msg[512];
+    /* The first line is kept; the rest is read and dropped, so mke2fs never blocks on us. */
+    char msg[512], drop[512];
     size_t len = 0;
     for (;;) {
-        ssize_t n = read(pipefd[0], msg + len, sizeof msg - 1 - len);
+        bool full = len == sizeof msg - 1;
+        ssize_t n =
+            read(pipefd[0], full ? drop : msg + len, full ? sizeof drop : sizeof msg - 1 - len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break;
-        len += (size_t)n;
-        if (len == sizeof msg - 1)
-            break; /* the rest goes when the pipe closes */
+        if (!full)
+            len += (size_t)n;
     }
     close(pipefd[0]);
     msg[len] = '\0';
