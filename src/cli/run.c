@@ -748,7 +748,9 @@ static int start(struct run *r, err_t *err)
         .layer_dir = r->layer_dir,
         /* The host's package database goes with the host's /usr: dpkg inside then knows what
          * is installed there. */
-        .dpkg_dir = access("/var/lib/dpkg/status", F_OK) == 0 ? "/var/lib/dpkg" : NULL,
+        .dpkg_dir = r->opt.writable_root && access("/var/lib/dpkg/status", F_OK) == 0
+                        ? "/var/lib/dpkg"
+                        : NULL,
     };
     int rc = jail_start(&spec, &r->jail, err);
     /* Our copies of the write ends go now, or the streams would never reach EOF. */
