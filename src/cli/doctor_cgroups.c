@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/doctor_internal.h"
+#include "cli/paths.h"
 #include "jail/cgroup.h"
 #include "util/fileio.h"
 
@@ -37,17 +38,16 @@ static void doctor_cgroup_name(char *out, size_t size)
 
 void check_cgroup_mode(struct doctor_result *r)
 {
-    enum cgroup_mode mode;
     err_t err;
-    if (cgroup_detect(&mode, &err) < 0) {
+    struct cgroup_host *host = hutch_cgroup_host(&err);
+    if (!host) {
         result_set(r, DOCTOR_FAIL,
                    "%s; hutch needs cgroup v2, v1 or hybrid mounted under " CGROUP_FS_ROOT,
                    err.msg);
         return;
     }
-    const char *forced = getenv("HUTCH_CGROUP_MODE");
-    const char *how = forced && forced[0] ? " (forced by HUTCH_CGROUP_MODE)" : "";
-    switch (mode) {
+    const char *how = hutch_cgroup_mode_forced() ? " (forced by HUTCH_CGROUP_MODE)" : "";
+    switch (cgroup_host_mode(host)) {
     case CGROUP_MODE_V2:
         result_set(r, DOCTOR_OK, "v2%s: unified hierarchy with controllers", how);
         break;
@@ -119,17 +119,18 @@ static void cgroup_where(const struct cgroup *cg, char *out, size_t size)
 
 void check_cgroup_controllers(struct doctor_result *r)
 {
-    enum cgroup_mode mode;
     err_t err;
-    if (cgroup_detect(&mode, &err) < 0) {
+    struct cgroup_host *host = hutch_cgroup_host(&err);
+    if (!host) {
         result_set(r, DOCTOR_FAIL, "%s", err.msg);
         return;
     }
+    enum cgroup_mode mode = cgroup_host_mode(host);
     char name[64];
     doctor_cgroup_name(name, sizeof name);
     const struct cgroup_limits limits = {.memory_bytes = 64u << 20, .pids = 64};
     struct cgroup *cg = NULL;
-    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+    if (cgroup_create(host, NULL, name, &limits, 0, &cg, &err) < 0) {
         const char *fix =
             mode == CGROUP_MODE_V2
                 ? "on cgroup v2 the controller must be listed in " CGROUP_FS_ROOT
@@ -164,17 +165,18 @@ void check_cgroup_controllers(struct doctor_result *r)
 
 void check_swap_accounting(struct doctor_result *r)
 {
-    enum cgroup_mode mode;
     err_t err;
-    if (cgroup_detect(&mode, &err) < 0) {
+    struct cgroup_host *host = hutch_cgroup_host(&err);
+    if (!host) {
         result_set(r, DOCTOR_WARN, "cannot tell: %s", err.msg);
         return;
     }
+    enum cgroup_mode mode = cgroup_host_mode(host);
     char name[64], path[PATH_MAX];
     doctor_cgroup_name(name, sizeof name);
     const struct cgroup_limits limits = {.memory_bytes = 64u << 20};
     struct cgroup *cg = NULL;
-    if (cgroup_create(name, &limits, &cg, &err) < 0) {
+    if (cgroup_create(host, NULL, name, &limits, 0, &cg, &err) < 0) {
         result_set(r, DOCTOR_WARN, "cannot tell, no cgroup with a memory limit could be made: %s",
                    err.msg);
         return;
@@ -287,16 +289,17 @@ static enum doctor_status freezer_steps(struct cgroup *cg, enum cgroup_mode mode
 
 void check_freezer(struct doctor_result *r)
 {
-    enum cgroup_mode mode;
     err_t err;
-    if (cgroup_detect(&mode, &err) < 0) {
+    struct cgroup_host *host = hutch_cgroup_host(&err);
+    if (!host) {
         result_set(r, DOCTOR_FAIL, "%s", err.msg);
         return;
     }
+    enum cgroup_mode mode = cgroup_host_mode(host);
     char name[64];
     doctor_cgroup_name(name, sizeof name);
     struct cgroup *cg = NULL;
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(host, NULL, name, NULL, 0, &cg, &err) < 0) {
         result_set(r, DOCTOR_FAIL, "no cgroup to freeze: %s", err.msg);
         return;
     }
@@ -376,12 +379,13 @@ static enum doctor_status cgroup_kill_steps(struct cgroup *cg, const char *name,
 
 void check_cgroup_kill(struct doctor_result *r)
 {
-    enum cgroup_mode mode;
     err_t err;
-    if (cgroup_detect(&mode, &err) < 0) {
+    struct cgroup_host *host = hutch_cgroup_host(&err);
+    if (!host) {
         result_set(r, DOCTOR_FAIL, "%s", err.msg);
         return;
     }
+    enum cgroup_mode mode = cgroup_host_mode(host);
     if (mode == CGROUP_MODE_V1) {
         result_set(r, DOCTOR_WARN,
                    "pure cgroup v1 has no cgroup.kill and no clone3 into a "
@@ -391,11 +395,14 @@ void check_cgroup_kill(struct doctor_result *r)
     char name[64];
     doctor_cgroup_name(name, sizeof name);
     struct cgroup *cg = NULL;
-    if (cgroup_create(name, NULL, &cg, &err) < 0) {
+    if (cgroup_create(host, NULL, name, NULL, 0, &cg, &err) < 0) {
         result_set(r, DOCTOR_FAIL, "no cgroup to test with: %s", err.msg);
         return;
     }
-    pid_t pid = clone_into_cgroup(cgroup_clone_into_fd(cg));
+    int dir_fd = cgroup_open_dir_fd(cg, &err);
+    pid_t pid = dir_fd < 0 ? -1 : clone_into_cgroup(dir_fd);
+    if (dir_fd >= 0)
+        close(dir_fd);
     if (pid < 0) {
         result_set(r, DOCTOR_FAIL,
                    "clone3(CLONE_INTO_CGROUP): %s; hutch run starts sandboxes "

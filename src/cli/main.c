@@ -1,10 +1,13 @@
 /* hutch: one binary, subcommands. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/doctor.h"
 #include "cli/layer.h"
 #include "cli/run.h"
+#include "init/init.h"
+#include "jail/jail.h"
 #include "util/proctitle.h"
 
 #define HUTCH_VERSION "0.1.0"
@@ -20,8 +23,11 @@ static void usage(FILE *out)
                  "  version  print the version\n");
 }
 
-int main(int argc, char **argv)
+int main(int argc, char **argv, char **envp)
 {
+    /* A sandbox's init is this same binary, exec'd as pid 1 of the sandbox (src/jail/inside.c). */
+    if (argc > 0 && strcmp(argv[0], JAIL_INIT_ARGV0) == 0 && getpid() == 1)
+        init_main(argc, argv, envp);
     proctitle_init(argc, argv);
     if (argc < 2) {
         usage(stderr);

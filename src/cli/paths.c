@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "jail/cgroup.h"
+
 const char *hutch_state_dir(void)
 {
     const char *dir = getenv("HUTCH_STATE_DIR");
@@ -12,4 +14,29 @@ const char *hutch_run_dir(void)
 {
     const char *dir = getenv("HUTCH_RUN_DIR");
     return dir && dir[0] ? dir : "/run/hutch";
+}
+
+bool hutch_cgroup_mode_forced(void)
+{
+    const char *forced = getenv("HUTCH_CGROUP_MODE");
+    return forced && forced[0];
+}
+
+struct cgroup_host *hutch_cgroup_host(err_t *err)
+{
+    static struct cgroup_host *host;
+    if (host)
+        return host;
+    int mode = CGROUP_MODE_DETECT;
+    if (hutch_cgroup_mode_forced()) {
+        enum cgroup_mode forced;
+        if (cgroup_mode_parse(getenv("HUTCH_CGROUP_MODE"), &forced, err) < 0) {
+            err_wrap(err, "HUTCH_CGROUP_MODE");
+            return NULL;
+        }
+        mode = (int)forced;
+    }
+    if (cgroup_host_open(mode, &host, err) < 0)
+        return NULL;
+    return host;
 }

@@ -23,10 +23,10 @@
 #include "cli/paths.h"
 #include "cli/run_options.h"
 #include "cli/stdin_pump.h"
-#include "cli/verdict.h"
 #include "jail/control.h"
 #include "jail/disk_layer.h"
 #include "jail/jail.h"
+#include "jail/verdict.h"
 #include "jail/template.h"
 #include "jail/userns.h"
 #include "util/cleanup.h"
@@ -77,11 +77,13 @@ struct run {
     char *cwd; /* --cwd, copied out of the argv area like the command line */
     char *envp_buf[RUN_MAX_ITEMS + 16];
     int sigfd;
-    struct run_facts facts;
+    struct verdict_facts facts;
     bool init_exited, control_closed, killed;
-    uint64_t end_ns, cpu_base_ns;
+    uint64_t end_ns;
+    struct cgroup_stats stats_start; /* after setup: init's setup is not the program's */
     char message[1200];
     struct cgroup_stats stats;
+    struct verdict_usage usage;
     struct artifacts_result artifacts;
     bool have_artifacts;
     char layer_dir[PATH_MAX]; /* --writable-root: STATE/sandboxes/NAME */
@@ -440,8 +442,9 @@ static void check_limits(struct run *r, uint64_t deadline_ns)
     uint64_t cpu_ns;
     err_t ignored;
     /* cpu_time_ms is at most a year (run_options.h): in ns it cannot wrap */
-    if (cgroup_read_cpu_ns(r->jail.cgroup, &cpu_ns, &ignored) == 0 && cpu_ns >= r->cpu_base_ns &&
-        cpu_ns - r->cpu_base_ns >= r->opt.cpu_time_ms * 1000000ull) {
+    if (cgroup_read_cpu_ns(r->jail.cgroup, &cpu_ns, &ignored) == 0 &&
+        cpu_ns >= r->stats_start.cpu_usage_ns &&
+        cpu_ns - r->stats_start.cpu_usage_ns >= r->opt.cpu_time_ms * 1000000ull) {
         r->facts.cpu_timeout = true;
         set_message(r, "CPU time limit of %.3f s reached", r->opt.cpu_time_ms / 1000.0);
         kill_sandbox(r);
@@ -552,9 +555,7 @@ static void print_result(struct run *r, enum verdict v)
     uint64_t wall_ms = r->end_ns > r->jail.start_ns && r->jail.start_ns
                            ? (r->end_ns - r->jail.start_ns) / 1000000
                            : 0;
-    uint64_t cpu_ns = r->stats.cpu_usage_ns > r->cpu_base_ns
-                          ? r->stats.cpu_usage_ns - r->cpu_base_ns
-                          : 0;
+    uint64_t cpu_ns = r->usage.cpu_ns;
     if (!r->opt.json) {
         if (v != VERDICT_OK)
             print_plain_line(r, v);
@@ -569,7 +570,7 @@ static void print_result(struct run *r, enum verdict v)
         exited ? json_integer(r->facts.exit_code) : json_null(), "signal",
         r->facts.signal ? json_integer(r->facts.signal) : json_null(), "wall_ms",
         (json_int_t)wall_ms, "cpu_ms", (json_int_t)(cpu_ns / 1000000), "memory_peak_bytes",
-        (json_int_t)r->stats.memory_peak_bytes, "stdout", json_text(&r->out), "stderr",
+        (json_int_t)r->usage.memory_peak_bytes, "stdout", json_text(&r->out), "stderr",
         json_text(&r->err), "stdout_truncated", r->out.truncated, "stderr_truncated",
         r->err.truncated, "artifacts",
         r->have_artifacts ? json_incref(r->artifacts.files) : json_array(), "message",
@@ -594,7 +595,7 @@ static void print_result(struct run *r, enum verdict v)
         json_object_set_new(o, "artifacts_skipped_existing",
                             json_integer((json_int_t)r->artifacts.existing));
     }
-    json_object_set_new(o, "oom_kills", json_integer((json_int_t)r->stats.oom_kills));
+    json_object_set_new(o, "oom_kills", json_integer((json_int_t)r->usage.oom_kills));
     if (r->have_disk)
         json_object_set_new(o, "disk",
                             json_pack("{s:I, s:I, s:I, s:b}", "size_bytes",
@@ -693,6 +694,9 @@ static int start(struct run *r, err_t *err)
         r->mounts[i] = (struct jail_mount){.host_path = r->opt.binds[i].host_path,
                                            .sandbox_path = r->opt.binds[i].sandbox_path};
 
+    struct cgroup_host *cgroups = hutch_cgroup_host(err);
+    if (!cgroups)
+        return -1;
     const char *state_dir = r->opt.state_dir ? r->opt.state_dir : hutch_state_dir();
     struct template_paths tpl;
     if (template_prepare_base(state_dir, &tpl, err) < 0)
@@ -718,6 +722,7 @@ static int start(struct run *r, err_t *err)
     static unsigned counter;
     snprintf(name, sizeof name, "run-%d-%u", (int)getpid(), counter++);
     struct jail_spec spec = {
+        .cgroups = cgroups,
         .name = name,
         .template_dir = tpl.rootfs,
         .usr_dir = "/usr",
@@ -744,6 +749,8 @@ static int start(struct run *r, err_t *err)
         .output_dir = r->opt.artifacts_dir != NULL,
         .die_with_parent = true,
         .keep_fd = r->uids.lock_fd,
+        .listen_fd = -1,
+        .hold_fd = -1,
         .writable_root = r->opt.writable_root != NULL,
         .layer_dir = r->layer_dir,
         /* The host's package database goes with the host's /usr: dpkg inside then knows what
@@ -761,27 +768,20 @@ static int start(struct run *r, err_t *err)
         return -1;
     err_t ignored;
     /* init's setup is not the program's CPU time */
-    cgroup_read_cpu_ns(r->jail.cgroup, &r->cpu_base_ns, &ignored);
+    cgroup_read_cpu_ns(r->jail.cgroup, &r->stats_start.cpu_usage_ns, &ignored);
     return 0;
 }
 
 static void finish(struct run *r)
 {
     err_t err;
-    if (r->jail.cgroup) {
-        if (cgroup_read_stats(r->jail.cgroup, &r->stats, &err) < 0) {
-            r->facts.internal_error = true;
-            set_message(r, "%s", err.msg);
-        }
-        r->facts.oom_kills = r->stats.oom_kills;
+    if (r->jail.cgroup && cgroup_read_stats(r->jail.cgroup, &r->stats, &err) < 0) {
+        r->facts.internal_error = true;
+        set_message(r, "%s", err.msg);
     }
-    /* The OOM killer may pick init itself: the writable layer's tmpfs pages belong to no process,
-     * so init can be the biggest one left. Its death took the payload, which never got to report;
-     * that is the memory limit at work, not a fault of ours. */
-    if (r->init_exited && !r->killed && !r->facts.payload_ended && r->facts.oom_kills) {
-        r->facts.payload_ended = true;
-        r->facts.signal = SIGKILL;
-    }
+    r->facts.killed = r->killed;
+    r->facts.init_ended = r->init_exited;
+    verdict_account(&r->facts, &r->stats_start, &r->stats, &r->usage);
     if (r->opt.artifacts_dir && r->jail.output_dirfd >= 0) {
         if (artifacts_copy(r->jail.output_dirfd, r->opt.artifacts_dir, r->opt.artifacts_limit,
                            &r->artifacts, &err) < 0) {

@@ -1,7 +1,9 @@
-/* The common half of the cgroup module: mode detection, the public entry points that dispatch
- * to cgroup_v1.c / cgroup_v2.c, and small fd-relative helpers both versions use. */
+/* The common half of the cgroup module: mode detection, the host (hierarchies opened once, the
+ * mode's table of operations), groups and their paths, the public entry points that dispatch to
+ * the table, and the fd-relative file helpers every mode uses. */
 #include "jail/cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -12,7 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "jail/cgroup_internal.h"
@@ -21,6 +22,7 @@
 
 #define CGROUP_FS_ROOT    "/sys/fs/cgroup"
 #define CGROUP_FS_UNIFIED "/sys/fs/cgroup/unified"
+#define CGROUP_MAX_DEPTH  4 /* hutch/NAME/cmd-N is 2; the recursive walks stop here */
 
 const char *const cgroup_v1_controller_names[CGROUP_V1_COUNT] = {
     [CGROUP_V1_MEMORY] = "memory",
@@ -41,23 +43,6 @@ int cgroup_error(err_t *err, int errnum, const char *fmt, ...)
     va_end(ap);
     err->errnum = errnum;
     return -1;
-}
-
-uint64_t cgroup_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void cgroup_backoff(unsigned *step_us)
-{
-    if (*step_us == 0)
-        *step_us = 1000;
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)*step_us * 1000};
-    nanosleep(&ts, NULL);
-    if (*step_us < 16000)
-        *step_us *= 2;
 }
 
 int cgroup_parse_key(const char *text, const char *key, uint64_t *out)
@@ -95,136 +80,85 @@ bool cgroup_list_has(const char *list, const char *word)
     return false;
 }
 
-/* ---------- one directory hutch/NAME ---------- */
+/* ---------- files of one group, relative to its hierarchy's hutch/ ---------- */
 
-void cgroup_dir_init(struct cgroup_dir *d, const char *label)
+int cgroup_fail(const struct cgroup *cg, const struct cgroup_hier *h, err_t *err)
 {
-    d->parent_fd = -1;
-    d->fd = -1;
-    d->created = false;
-    snprintf(d->label, sizeof d->label, "%s", label);
+    if (h->label[0])
+        return err_wrap(err, "cgroup %s:" CGROUP_PARENT "/%s", h->label, cg->path);
+    return err_wrap(err, "cgroup " CGROUP_PARENT "/%s", cg->path);
 }
 
-int cgroup_dir_fail(const struct cgroup *cg, const struct cgroup_dir *d, err_t *err)
+/* "PATH/FILE", or "PATH" for FILE "". Paths are bounded at creation, so this always fits. */
+static const char *cgroup_rel(const struct cgroup *cg, const char *file, char *buf, size_t size)
 {
-    if (d->label[0])
-        return err_wrap(err, "cgroup %s:" CGROUP_PARENT "/%s", d->label, cg->name);
-    return err_wrap(err, "cgroup " CGROUP_PARENT "/%s", cg->name);
+    snprintf(buf, size, "%s%s%s", cg->path, file[0] ? "/" : "", file);
+    return buf;
 }
 
-int cgroup_dir_open_parent(struct cgroup_dir *d, int root_fd, err_t *err)
+int cgroup_mkdir(const struct cgroup *cg, const struct cgroup_hier *h, bool *made, err_t *err)
 {
-    const char *where = d->label[0] ? d->label : "cgroup2";
-    if (mkdirat(root_fd, CGROUP_PARENT, 0755) < 0 && errno != EEXIST)
-        return err_set(err, errno, "cgroup %s: mkdir " CGROUP_PARENT, where);
-    d->parent_fd = openat(root_fd, CGROUP_PARENT, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (d->parent_fd < 0)
-        return err_set(err, errno, "cgroup %s: open " CGROUP_PARENT, where);
-    return 0;
-}
-
-int cgroup_dir_make(const struct cgroup *cg, struct cgroup_dir *d, err_t *err)
-{
-    if (cg->adopt) {
-        /* Whatever exists is ours to remove (created = true); a missing one is no error. */
-        d->fd = openat(d->parent_fd, cg->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        d->created = d->fd >= 0;
-        if (d->fd < 0 && errno != ENOENT) {
-            err_set(err, errno, "open");
-            return cgroup_dir_fail(cg, d, err);
-        }
-        return 0;
-    }
-    /* EEXIST means another sandbox of this run owns the name: never adopt its group. */
-    if (mkdirat(d->parent_fd, cg->name, 0755) < 0) {
+    char rel[CGROUP_PATH_MAX + 64];
+    /* EEXIST means another sandbox owns the name: never adopt its group. */
+    if (mkdirat(h->fd, cgroup_rel(cg, "", rel, sizeof rel), 0755) < 0) {
         err_set(err, errno, "mkdir");
-        return cgroup_dir_fail(cg, d, err);
+        return cgroup_fail(cg, h, err);
     }
-    d->created = true;
-    /* O_RDONLY rather than O_PATH: clone3(CLONE_INTO_CGROUP) is given this fd. */
-    d->fd = openat(d->parent_fd, cg->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (d->fd < 0) {
-        err_set(err, errno, "open");
-        return cgroup_dir_fail(cg, d, err);
-    }
+    *made = true;
     return 0;
 }
 
-/* rmdir, retrying while the kernel still counts exiting tasks as members. */
-static int cgroup_rmdir_retry(int parent_fd, const char *name)
+int cgroup_open_file(const struct cgroup *cg, const struct cgroup_hier *h, const char *file,
+                     int flags)
 {
-    uint64_t deadline = cgroup_now_ms() + CGROUP_RMDIR_TIMEOUT_MS;
-    unsigned step = 0;
-    for (;;) {
-        if (unlinkat(parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
-            return 0;
-        if (errno != EBUSY || cgroup_now_ms() >= deadline)
-            return -1;
-        cgroup_backoff(&step);
-    }
+    char rel[CGROUP_PATH_MAX + 64];
+    return openat(h->fd, cgroup_rel(cg, file, rel, sizeof rel), flags | O_CLOEXEC | O_NOFOLLOW);
 }
 
-int cgroup_dir_remove(const struct cgroup *cg, struct cgroup_dir *d, err_t *err)
+int cgroup_write(const struct cgroup *cg, const struct cgroup_hier *h, const char *file,
+                 const char *value, bool optional, err_t *err)
 {
-    int rc = 0;
-    if (d->fd >= 0)
-        close(d->fd);
-    d->fd = -1;
-    if (d->created && cgroup_rmdir_retry(d->parent_fd, cg->name) < 0) {
-        err_set(err, errno, "rmdir");
-        rc = cgroup_dir_fail(cg, d, err);
-    }
-    d->created = false;
-    if (d->parent_fd >= 0)
-        close(d->parent_fd);
-    d->parent_fd = -1;
-    return rc;
-}
-
-/* ---------- files in hutch/NAME ---------- */
-
-int cgroup_dir_write(const struct cgroup *cg, const struct cgroup_dir *d, const char *file,
-                     const char *value, bool optional, err_t *err)
-{
+    char rel[CGROUP_PATH_MAX + 64];
     err_t local;
-    if (file_write_str_at(d->fd, file, value, &local) == 0)
+    if (file_write_str_at(h->fd, cgroup_rel(cg, file, rel, sizeof rel), value, &local) == 0)
         return 1;
     /* Only open() reports ENOENT, so this is "the kernel has no such file". */
     if (optional && local.errnum == ENOENT)
         return 0;
     if (err)
         *err = local;
-    return cgroup_dir_fail(cg, d, err);
+    return cgroup_fail(cg, h, err);
 }
 
-int cgroup_dir_write_u64(const struct cgroup *cg, const struct cgroup_dir *d, const char *file,
-                         uint64_t value, bool optional, err_t *err)
+int cgroup_write_u64(const struct cgroup *cg, const struct cgroup_hier *h, const char *file,
+                     uint64_t value, bool optional, err_t *err)
 {
     char buf[32];
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)value);
-    return cgroup_dir_write(cg, d, file, buf, optional, err);
+    return cgroup_write(cg, h, file, buf, optional, err);
 }
 
-int cgroup_dir_read(const struct cgroup *cg, const struct cgroup_dir *d, const char *file,
-                    char *buf, size_t size, bool optional, err_t *err)
+int cgroup_read(const struct cgroup *cg, const struct cgroup_hier *h, const char *file, char *buf,
+                size_t size, bool optional, err_t *err)
 {
+    char rel[CGROUP_PATH_MAX + 64];
     err_t local;
-    if (file_read_at(d->fd, file, buf, size, &local) >= 0)
+    if (file_read_at(h->fd, cgroup_rel(cg, file, rel, sizeof rel), buf, size, &local) >= 0)
         return 1;
     buf[0] = '\0';
     if (optional && local.errnum == ENOENT)
         return 0;
     if (err)
         *err = local;
-    return cgroup_dir_fail(cg, d, err);
+    return cgroup_fail(cg, h, err);
 }
 
-int cgroup_dir_read_u64(const struct cgroup *cg, const struct cgroup_dir *d, const char *file,
-                        uint64_t *out, bool optional, err_t *err)
+int cgroup_read_u64(const struct cgroup *cg, const struct cgroup_hier *h, const char *file,
+                    uint64_t *out, bool optional, err_t *err)
 {
     char buf[64];
     *out = 0;
-    int r = cgroup_dir_read(cg, d, file, buf, sizeof buf, optional, err);
+    int r = cgroup_read(cg, h, file, buf, sizeof buf, optional, err);
     if (r <= 0)
         return r;
     char *end;
@@ -232,18 +166,18 @@ int cgroup_dir_read_u64(const struct cgroup *cg, const struct cgroup_dir *d, con
     unsigned long long v = strtoull(buf, &end, 10);
     if (errno != 0 || end == buf || (*end != '\n' && *end != '\0')) {
         cgroup_error(err, EINVAL, "%s: not a number: \"%.20s\"", file, buf);
-        return cgroup_dir_fail(cg, d, err);
+        return cgroup_fail(cg, h, err);
     }
     *out = v;
     return 1;
 }
 
-int cgroup_dir_read_key(const struct cgroup *cg, const struct cgroup_dir *d, const char *file,
-                        const char *key, uint64_t *out, bool optional, err_t *err)
+int cgroup_read_key(const struct cgroup *cg, const struct cgroup_hier *h, const char *file,
+                    const char *key, uint64_t *out, bool optional, err_t *err)
 {
     char buf[4096];
     *out = 0;
-    int r = cgroup_dir_read(cg, d, file, buf, sizeof buf, optional, err);
+    int r = cgroup_read(cg, h, file, buf, sizeof buf, optional, err);
     if (r <= 0)
         return r;
     if (cgroup_parse_key(buf, key, out) < 0)
@@ -268,7 +202,7 @@ static int cgroup_procs_line(const char *line, pid_t *pid)
  * and the kill. pidfds would close even that window, at two syscalls per process. */
 static int cgroup_kill_pid(pid_t pid)
 {
-    /* A bad attach must not make the daemon shoot itself. */
+    /* A bad attach must not make the caller shoot itself. */
     if (pid == getpid()) {
         errno = EPERM;
         return -1;
@@ -278,38 +212,66 @@ static int cgroup_kill_pid(pid_t pid)
     return 0;
 }
 
-int cgroup_dir_scan_procs(const struct cgroup *cg, const struct cgroup_dir *d, bool kill_them,
-                          size_t *count, err_t *err)
+/* cgroup.procs of the directory dirfd (a group), then of its subdirectories. */
+static int cgroup_scan_dir(int dirfd, int depth, bool recursive, bool kill_them, size_t *count,
+                           err_t *err)
 {
-    *count = 0;
-    int fd = openat(d->fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        err_set(err, errno, "open cgroup.procs");
-        return cgroup_dir_fail(cg, d, err);
-    }
+    int fd = openat(dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, errno, "open cgroup.procs");
     cleanup_file FILE *f = fdopen(fd, "r");
     if (!f) {
-        err_set(err, errno, "fdopen cgroup.procs");
         close(fd);
-        return cgroup_dir_fail(cg, d, err);
+        return err_set(err, errno, "fdopen cgroup.procs");
     }
     char line[32];
     while (fgets(line, sizeof line, f)) {
         pid_t pid;
-        if (cgroup_procs_line(line, &pid) < 0) {
-            cgroup_error(err, EINVAL, "cgroup.procs: bad line \"%.20s\"", line);
-            return cgroup_dir_fail(cg, d, err);
-        }
+        if (cgroup_procs_line(line, &pid) < 0)
+            return cgroup_error(err, EINVAL, "cgroup.procs: bad line \"%.20s\"", line);
         (*count)++;
-        if (kill_them && cgroup_kill_pid(pid) < 0) {
-            err_set(err, errno, "kill %d", (int)pid);
-            return cgroup_dir_fail(cg, d, err);
+        if (kill_them && cgroup_kill_pid(pid) < 0)
+            return err_set(err, errno, "kill %d", (int)pid);
+    }
+    if (ferror(f))
+        return err_set(err, errno, "read cgroup.procs");
+    if (!recursive || depth >= CGROUP_MAX_DEPTH)
+        return 0;
+    int dup_fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dup_fd < 0)
+        return err_set(err, errno, "open group directory");
+    cleanup_dir DIR *dir = fdopendir(dup_fd);
+    if (!dir) {
+        close(dup_fd);
+        return err_set(err, errno, "fdopendir");
+    }
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (de->d_type != DT_DIR || de->d_name[0] == '.')
+            continue;
+        cleanup_fd int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sub < 0) {
+            if (errno == ENOENT)
+                continue; /* removed meanwhile */
+            return err_set(err, errno, "open %s", de->d_name);
         }
+        if (cgroup_scan_dir(sub, depth + 1, true, kill_them, count, err) < 0)
+            return err_wrap(err, "%s", de->d_name);
     }
-    if (ferror(f)) {
-        err_set(err, errno, "read cgroup.procs");
-        return cgroup_dir_fail(cg, d, err);
+    return 0;
+}
+
+int cgroup_scan_procs(const struct cgroup *cg, const struct cgroup_hier *h, bool recursive,
+                      bool kill_them, size_t *count, err_t *err)
+{
+    *count = 0;
+    cleanup_fd int dirfd = cgroup_open_file(cg, h, "", O_RDONLY | O_DIRECTORY);
+    if (dirfd < 0) {
+        err_set(err, errno, "open");
+        return cgroup_fail(cg, h, err);
     }
+    if (cgroup_scan_dir(dirfd, 0, recursive, kill_them, count, err) < 0)
+        return cgroup_fail(cg, h, err);
     return 0;
 }
 
@@ -334,24 +296,20 @@ static bool cgroup_is_cgroup2(const char *path)
     return statfs(path, &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC;
 }
 
-static int cgroup_mode_parse(const char *value, enum cgroup_mode *mode, err_t *err)
+int cgroup_mode_parse(const char *text, enum cgroup_mode *mode, err_t *err)
 {
     static const enum cgroup_mode modes[] = {CGROUP_MODE_V1, CGROUP_MODE_HYBRID, CGROUP_MODE_V2};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        if (strcmp(value, cgroup_mode_name(modes[i])) == 0) {
+        if (strcmp(text, cgroup_mode_name(modes[i])) == 0) {
             *mode = modes[i];
             return 0;
         }
     }
-    return cgroup_error(err, EINVAL, "cgroup: HUTCH_CGROUP_MODE=\"%.40s\" is not v1, v2 or hybrid",
-                        value);
+    return cgroup_error(err, EINVAL, "cgroup mode \"%.40s\" is not v1, v2 or hybrid", text);
 }
 
 int cgroup_detect(enum cgroup_mode *mode, err_t *err)
 {
-    const char *forced = getenv("HUTCH_CGROUP_MODE");
-    if (forced && forced[0])
-        return cgroup_mode_parse(forced, mode, err);
     struct statfs st;
     if (statfs(CGROUP_FS_ROOT, &st) < 0)
         return err_set(err, errno, "cgroup: statfs " CGROUP_FS_ROOT);
@@ -380,7 +338,100 @@ static const char *cgroup_v2_root(err_t *err)
     return NULL;
 }
 
-/* ---------- lifetime ---------- */
+/* ---------- the host ---------- */
+
+static const struct cgroup_ops *cgroup_ops_for(enum cgroup_mode mode)
+{
+    switch (mode) {
+    case CGROUP_MODE_V1:
+        return &cgroup_ops_v1;
+    case CGROUP_MODE_HYBRID:
+        return &cgroup_ops_hybrid;
+    case CGROUP_MODE_V2:
+        return &cgroup_ops_v2;
+    }
+    return NULL;
+}
+
+void cgroup_host_close(struct cgroup_host *host)
+{
+    if (!host)
+        return;
+    if (host->v2.fd >= 0)
+        close(host->v2.fd);
+    for (size_t i = 0; i < host->v1_count; i++)
+        if (host->v1[i].fd >= 0)
+            close(host->v1[i].fd);
+    free(host);
+}
+
+static void cgroup_host_closep(struct cgroup_host **host)
+{
+    cgroup_host_close(*host);
+}
+
+int cgroup_hier_open_parent(struct cgroup_hier *h, int root_fd, err_t *err)
+{
+    const char *where = h->label[0] ? h->label : "cgroup2";
+    if (mkdirat(root_fd, CGROUP_PARENT, 0755) < 0 && errno != EEXIST)
+        return err_set(err, errno, "cgroup %s: mkdir " CGROUP_PARENT, where);
+    h->fd = openat(root_fd, CGROUP_PARENT, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (h->fd < 0)
+        return err_set(err, errno, "cgroup %s: open " CGROUP_PARENT, where);
+    return 0;
+}
+
+int cgroup_host_open(int mode, struct cgroup_host **out, err_t *err)
+{
+    *out = NULL;
+    enum cgroup_mode m;
+    if (mode == CGROUP_MODE_DETECT) {
+        if (cgroup_detect(&m, err) < 0)
+            return -1;
+    } else if (!cgroup_ops_for((enum cgroup_mode)mode)) {
+        return cgroup_error(err, EINVAL, "cgroup: no mode %d", mode);
+    } else {
+        m = (enum cgroup_mode)mode;
+    }
+    __attribute__((cleanup(cgroup_host_closep))) struct cgroup_host *host =
+        calloc(1, sizeof *host);
+    if (!host)
+        return err_set(err, errno, "cgroup: calloc");
+    host->mode = m;
+    host->ops = cgroup_ops_for(m);
+    host->v2.fd = -1;
+    if (m != CGROUP_MODE_V1) {
+        const char *root = cgroup_v2_root(err);
+        if (!root)
+            return -1;
+        cleanup_fd int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+            return err_set(err, errno, "cgroup v2: open %s", root);
+        if (cgroup_v2_host_open(host, root_fd, root, err) < 0)
+            return -1;
+    }
+    if (m != CGROUP_MODE_V2 && cgroup_v1_host_open(host, err) < 0)
+        return -1;
+    *out = steal_pointer(&host);
+    return 0;
+}
+
+enum cgroup_mode cgroup_host_mode(const struct cgroup_host *host)
+{
+    return host->mode;
+}
+
+size_t cgroup_host_fds(const struct cgroup_host *host, int *fds, size_t max)
+{
+    size_t n = 0;
+    if (host->v2.fd >= 0 && n < max)
+        fds[n++] = host->v2.fd;
+    for (size_t i = 0; i < host->v1_count && n < max; i++)
+        fds[n++] = host->v1[i].fd;
+    return n;
+}
+
+/* ---------- groups ---------- */
 
 static int cgroup_name_check(const char *name, err_t *err)
 {
@@ -398,108 +449,156 @@ static int cgroup_name_check(const char *name, err_t *err)
     return 0;
 }
 
-/* Removes every directory we made; keeps the first error. Processes must already be gone. */
-static int cgroup_remove_all(struct cgroup *cg, err_t *err)
+/* Every level of a path below hutch/ is a valid name; at most CGROUP_MAX_DEPTH levels. */
+static int cgroup_path_check(const char *path, err_t *err)
 {
-    int rc = 0;
-    for (size_t i = 0; i < cg->v1_count; i++) {
-        if (cgroup_dir_remove(cg, &cg->v1[i], rc < 0 ? NULL : err) < 0)
-            rc = -1;
+    if (!path || strlen(path) > CGROUP_PATH_MAX)
+        return cgroup_error(err, EINVAL, "cgroup: path must be 1..%d characters",
+                            CGROUP_PATH_MAX);
+    char copy[CGROUP_PATH_MAX + 1];
+    snprintf(copy, sizeof copy, "%s", path);
+    int depth = 0;
+    char *save = NULL;
+    for (char *level = strtok_r(copy, "/", &save); level; level = strtok_r(NULL, "/", &save)) {
+        if (cgroup_name_check(level, err) < 0 || ++depth > CGROUP_MAX_DEPTH)
+            return depth > CGROUP_MAX_DEPTH
+                       ? cgroup_error(err, EINVAL, "cgroup: path is deeper than %d levels",
+                                      CGROUP_MAX_DEPTH)
+                       : -1;
     }
-    if (cgroup_dir_remove(cg, &cg->v2, rc < 0 ? NULL : err) < 0)
-        rc = -1;
-    return rc;
+    if (depth == 0 || path[0] == '/' || path[strlen(path) - 1] == '/' || strstr(path, "//"))
+        return cgroup_error(err, EINVAL, "cgroup: \"%.64s\" is not a path of names", path);
+    return 0;
 }
 
-/* Cleanup for a half-built cgroup in cgroup_create: no process can be in it yet. */
+static struct cgroup *cgroup_alloc(struct cgroup_host *host, const char *path, unsigned flags,
+                                   err_t *err)
+{
+    struct cgroup *cg = calloc(1, sizeof *cg);
+    if (!cg) {
+        err_set(err, errno, "cgroup %s: calloc", path);
+        return NULL;
+    }
+    cg->host = host;
+    cg->flags = flags;
+    snprintf(cg->path, sizeof cg->path, "%s", path);
+    return cg;
+}
+
+void cgroup_free(struct cgroup *cg)
+{
+    free(cg);
+}
+
+/* Cleanup for a half-built group in cgroup_create: no process can be in it yet. */
 static void cgroup_rollbackp(struct cgroup **cgp)
 {
     if (!*cgp)
         return;
-    cgroup_remove_all(*cgp, NULL);
+    cgroup_remove(*cgp, NULL);
     free(*cgp);
 }
 
-static struct cgroup *cgroup_alloc(const char *name, enum cgroup_mode mode, err_t *err)
-{
-    struct cgroup *cg = calloc(1, sizeof *cg);
-    if (!cg) {
-        err_set(err, errno, "cgroup %s: calloc", name);
-        return NULL;
-    }
-    cg->mode = mode;
-    snprintf(cg->name, sizeof cg->name, "%s", name);
-    cgroup_dir_init(&cg->v2, "");
-    for (size_t i = 0; i < CGROUP_V1_COUNT; i++)
-        cgroup_dir_init(&cg->v1[i], "");
-    return cg;
-}
-
-static int cgroup_build(const char *name, const struct cgroup_limits *limits, bool adopt,
-                        bool with_v1, struct cgroup **out, err_t *err)
+static int cgroup_build(struct cgroup_host *host, const struct cgroup *parent, const char *name,
+                        const struct cgroup_limits *limits, unsigned flags, bool with_v1,
+                        struct cgroup **out, err_t *err)
 {
     static const struct cgroup_limits no_limits;
     *out = NULL;
-    if (!limits || adopt)
+    if (!limits)
         limits = &no_limits;
-    enum cgroup_mode mode;
-    if (cgroup_name_check(name, err) < 0 || cgroup_detect(&mode, err) < 0)
+    if (cgroup_name_check(name, err) < 0)
         return -1;
-    __attribute__((cleanup(cgroup_rollbackp))) struct cgroup *cg = cgroup_alloc(name, mode, err);
+    char path[CGROUP_PATH_MAX + 2];
+    int n = snprintf(path, sizeof path, "%s%s%s", parent ? parent->path : "", parent ? "/" : "",
+                     name);
+    if (n < 0 || (size_t)n > CGROUP_PATH_MAX)
+        return cgroup_error(err, ENAMETOOLONG, "cgroup: %s/%s is longer than %d characters",
+                            parent ? parent->path : "", name, CGROUP_PATH_MAX);
+    if (parent && !(parent->flags & CGROUP_NESTED))
+        return cgroup_error(err, EINVAL, "cgroup %s: not made to hold groups (CGROUP_NESTED)",
+                            parent->path);
+    __attribute__((cleanup(cgroup_rollbackp))) struct cgroup *cg =
+        cgroup_alloc(host, path, flags, err);
     if (!cg)
         return -1;
-    cg->adopt = adopt;
-    if (mode != CGROUP_MODE_V1) {
-        const char *root = cgroup_v2_root(err);
-        if (!root || cgroup_v2_create(cg, root, limits, err) < 0)
-            return -1;
-    }
-    if (with_v1 && mode != CGROUP_MODE_V2 && cgroup_v1_create(cg, limits, err) < 0)
+    /* What the parent hands down; the top groups get what hutch/ has. */
+    cg->v2_controllers = parent ? parent->v2_controllers : host->v2_delegated;
+    if (host->ops->make(cg, limits, with_v1, err) < 0)
         return -1;
     *out = steal_pointer(&cg);
     return 0;
 }
 
-int cgroup_create(const char *name, const struct cgroup_limits *limits, struct cgroup **out,
+int cgroup_create(struct cgroup_host *host, const struct cgroup *parent, const char *name,
+                  const struct cgroup_limits *limits, unsigned flags, struct cgroup **out,
                   err_t *err)
 {
-    return cgroup_build(name, limits, false, true, out, err);
+    return cgroup_build(host, parent, name, limits, flags, true, out, err);
 }
 
-int cgroup_create_for_clone(const char *name, const struct cgroup_limits *limits,
+int cgroup_create_for_clone(struct cgroup_host *host, const char *name,
+                            const struct cgroup_limits *limits, unsigned flags,
                             struct cgroup **out, err_t *err)
 {
-    return cgroup_build(name, limits, false, false, out, err);
+    return cgroup_build(host, NULL, name, limits, flags, false, out, err);
 }
 
 int cgroup_create_finish(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
 {
     static const struct cgroup_limits no_limits;
-    if (cg->mode == CGROUP_MODE_V2)
+    if (cg->host->mode == CGROUP_MODE_V2)
         return 0;
-    return cgroup_v1_create(cg, limits ? limits : &no_limits, err);
+    return cg->host->ops->make_v1_rest(cg, limits ? limits : &no_limits, err);
 }
 
-/* Whether every hierarchy the mode uses has hutch/NAME: only then can a process be inside,
- * because processes are cloned in after cgroup_create has made all of them. */
-static bool cgroup_complete(const struct cgroup *cg)
+/* Whether the directory PATH exists in h. */
+static bool cgroup_exists_in(const struct cgroup *cg, const struct cgroup_hier *h)
 {
-    for (size_t i = 0; i < cg->v1_count; i++)
-        if (cg->v1[i].fd < 0)
-            return false;
-    return cg->mode == CGROUP_MODE_V1 || cg->v2.fd >= 0;
+    struct stat st;
+    char rel[CGROUP_PATH_MAX + 64];
+    return fstatat(h->fd, cgroup_rel(cg, "", rel, sizeof rel), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISDIR(st.st_mode);
 }
 
-int cgroup_remove_by_name(const char *name, err_t *err)
+int cgroup_open(struct cgroup_host *host, const char *path, unsigned flags, struct cgroup **out,
+                err_t *err)
 {
-    struct cgroup *cg;
-    if (cgroup_build(name, NULL, true, true, &cg, err) < 0)
+    *out = NULL;
+    if (cgroup_path_check(path, err) < 0)
         return -1;
-    if (cgroup_complete(cg))
-        return cgroup_destroy(cg, err);
-    int rc = cgroup_remove_all(cg, err);
-    free(cg);
-    return rc;
+    struct cgroup *cg = cgroup_alloc(host, path, flags, err);
+    if (!cg)
+        return -1;
+    if (host->mode != CGROUP_MODE_V1)
+        cg->made_v2 = cgroup_exists_in(cg, &host->v2);
+    for (size_t h = 0; h < host->v1_count; h++)
+        cg->made_v1[h] = cgroup_exists_in(cg, &host->v1[h]);
+    if (host->mode == CGROUP_MODE_V2 && cg->made_v2) {
+        /* What it has is what its cgroup.controllers lists. */
+        char list[256];
+        if (cgroup_read(cg, &host->v2, "cgroup.controllers", list, sizeof list, true, NULL) > 0)
+            cg->v2_controllers = (cgroup_list_has(list, "memory") ? CGROUP_V2_MEMORY : 0) |
+                                 (cgroup_list_has(list, "pids") ? CGROUP_V2_PIDS : 0) |
+                                 (cgroup_list_has(list, "cpu") ? CGROUP_V2_CPU : 0);
+    }
+    *out = cg;
+    return 0;
+}
+
+const char *cgroup_path(const struct cgroup *cg)
+{
+    return cg->path;
+}
+
+struct cgroup_host *cgroup_host_of(const struct cgroup *cg)
+{
+    return cg->host;
+}
+
+enum cgroup_mode cgroup_mode_of(const struct cgroup *cg)
+{
+    return cg->host->mode;
 }
 
 /* The v1 controller called name, or CGROUP_V1_COUNT if hutch uses none by that name. */
@@ -511,145 +610,223 @@ static enum cgroup_v1_controller cgroup_v1_controller_by_name(const char *name)
     return (enum cgroup_v1_controller)c;
 }
 
-/* The directory of hutch/NAME in the hierarchy of controller (a known one, or "" for cgroup2);
- * NULL when the mode uses no such hierarchy. Its fd is -1 while it is not made yet (between
- * cgroup_create_for_clone and cgroup_create_finish). */
-static const struct cgroup_dir *cgroup_dir_of(const struct cgroup *cg, const char *controller)
-{
-    if (controller[0] == '\0')
-        return cg->mode == CGROUP_MODE_V1 ? NULL : &cg->v2;
-    enum cgroup_v1_controller c = cgroup_v1_controller_by_name(controller);
-    if (c == CGROUP_V1_COUNT || cg->mode == CGROUP_MODE_V2 || !cgroup_v1_wanted(cg->mode, c))
-        return NULL;
-    return &cg->v1[cg->v1_index[c]];
-}
-
 int cgroup_file_path(const struct cgroup *cg, const char *controller, const char *file, char *out,
                      size_t size, err_t *err)
 {
-    if (controller[0] && cgroup_v1_controller_by_name(controller) == CGROUP_V1_COUNT)
-        return cgroup_error(err, EINVAL,
-                            "cgroup %s: '%.32s' is not memory, pids, cpuacct, freezer or \"\" "
-                            "(cgroup2)",
-                            cg->name, controller);
+    enum cgroup_mode mode = cg->host->mode;
+    const struct cgroup_hier *h = NULL;
+    bool made = false;
     const char *kind = controller[0] ? "v1 " : "cgroup2"; /* "v1 memory" or "cgroup2" */
-    const struct cgroup_dir *d = cgroup_dir_of(cg, controller);
-    if (!d)
-        return cgroup_error(err, ENOENT, "cgroup %s: no %s%s hierarchy in mode %s", cg->name, kind,
-                            controller, cgroup_mode_name(cg->mode));
-    if (d->fd < 0)
-        return cgroup_error(err, ENOENT, "cgroup %s: its %s%s directory is not made yet", cg->name,
+    if (controller[0] == '\0') {
+        if (mode != CGROUP_MODE_V1) {
+            h = &cg->host->v2;
+            made = cg->made_v2;
+        }
+    } else {
+        enum cgroup_v1_controller c = cgroup_v1_controller_by_name(controller);
+        if (c == CGROUP_V1_COUNT)
+            return cgroup_error(err, EINVAL,
+                                "cgroup %s: '%.32s' is not memory, pids, cpuacct, freezer or \"\" "
+                                "(cgroup2)",
+                                cg->path, controller);
+        if (cgroup_v1_wanted(mode, c)) {
+            h = cgroup_v1_hier(cg, c);
+            made = cg->made_v1[cg->host->v1_index[c]];
+        }
+    }
+    if (!h)
+        return cgroup_error(err, ENOENT, "cgroup %s: no %s%s hierarchy in mode %s", cg->path, kind,
+                            controller, cgroup_mode_name(mode));
+    if (!made)
+        return cgroup_error(err, ENOENT, "cgroup %s: its %s%s directory is not made yet", cg->path,
                             kind, controller);
-    /* The fd names the directory we made wherever its hierarchy is mounted (spaces and all),
-     * without a second reading of /proc/self/mountinfo. */
+    /* The fd names hutch/ wherever its hierarchy is mounted (spaces and all), without a second
+     * reading of /proc/self/mountinfo. */
     char link[64];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", d->fd);
+    snprintf(link, sizeof link, "/proc/self/fd/%d", h->fd);
     ssize_t n = readlink(link, out, size);
     if (n < 0)
-        return err_set(err, errno, "cgroup %s: readlink %s", cg->name, link);
+        return err_set(err, errno, "cgroup %s: readlink %s", cg->path, link);
     /* readlink does not terminate; the snprintf does, also when file is "". */
     size_t len = (size_t)n;
-    int added = len < size ? snprintf(out + len, size - len, "%s%s", file[0] ? "/" : "", file) : -1;
+    int added = len < size ? snprintf(out + len, size - len, "/%s%s%s", cg->path,
+                                      file[0] ? "/" : "", file)
+                           : -1;
     if (added < 0 || (size_t)added >= size - len)
         return cgroup_error(err, ENAMETOOLONG,
-                            "cgroup %s: the path of %s does not fit in %zu bytes", cg->name,
+                            "cgroup %s: the path of %s does not fit in %zu bytes", cg->path,
                             file[0] ? file : "its directory", size);
     /* "(unreachable)/..." is what the kernel says for a directory outside our root. */
     if (out[0] != '/')
-        return cgroup_error(err, ENOENT, "cgroup %s: %s is not a path: \"%.64s\"", cg->name, link,
+        return cgroup_error(err, ENOENT, "cgroup %s: %s is not a path: \"%.64s\"", cg->path, link,
                             out);
     return 0;
 }
 
-int cgroup_clone_into_fd(const struct cgroup *cg)
+/* ---------- placement ---------- */
+
+int cgroup_open_dir_fd(const struct cgroup *cg, err_t *err)
 {
-    return cg->mode == CGROUP_MODE_V1 ? -1 : cg->v2.fd;
+    if (cg->host->mode == CGROUP_MODE_V1 || !cg->made_v2)
+        return cgroup_error(err, ENOTSUP, "cgroup %s: no cgroup2 directory", cg->path);
+    /* O_RDONLY rather than O_PATH: clone3(CLONE_INTO_CGROUP) wants a real open. */
+    int fd = cgroup_open_file(cg, &cg->host->v2, "", O_RDONLY | O_DIRECTORY);
+    if (fd < 0) {
+        err_set(err, errno, "open");
+        return cgroup_fail(cg, &cg->host->v2, err);
+    }
+    return fd;
 }
 
 int cgroup_attach(struct cgroup *cg, pid_t pid, err_t *err)
 {
     if (pid <= 0)
-        return cgroup_error(err, EINVAL, "cgroup %s: attach: bad pid %d", cg->name, (int)pid);
-    if (cg->mode != CGROUP_MODE_V2 && cgroup_v1_attach(cg, pid, err) < 0)
-        return -1;
-    if (cg->mode != CGROUP_MODE_V1 && cgroup_v2_attach(cg, pid, err) < 0)
-        return -1;
-    return 0;
+        return cgroup_error(err, EINVAL, "cgroup %s: attach: bad pid %d", cg->path, (int)pid);
+    return cg->host->ops->attach(cg, pid, err);
 }
+
+/* ---------- dispatch ---------- */
 
 int cgroup_read_cpu_ns(struct cgroup *cg, uint64_t *ns, err_t *err)
 {
     *ns = 0;
-    return cg->mode == CGROUP_MODE_V1 ? cgroup_v1_read_cpu(cg, ns, err)
-                                      : cgroup_v2_read_cpu(cg, ns, err);
+    return cg->host->ops->read_cpu(cg, ns, err);
 }
 
 int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
 {
     memset(out, 0, sizeof *out);
-    if (cg->mode == CGROUP_MODE_V2)
-        return cgroup_v2_read_stats(cg, out, err);
-    /* Hybrid: memory and pids counters live in v1, CPU time in the cgroup2 group. */
-    if (cgroup_v1_read_stats(cg, out, err) < 0)
-        return -1;
-    return cg->mode == CGROUP_MODE_HYBRID ? cgroup_v2_read_cpu(cg, &out->cpu_usage_ns, err) : 0;
+    return cg->host->ops->read_stats(cg, out, err);
 }
 
-/* Hybrid: everything but the limits happens in the cgroup2 group, as on v2; the v1 groups are
- * then checked empty too before they can be removed. */
-static int cgroup_kill_hybrid(struct cgroup *cg, err_t *err)
+int cgroup_kill_start(struct cgroup *cg, bool *atomic, err_t *err)
 {
-    int atomic = cgroup_v2_kill_atomic(cg, err);
-    if (atomic < 0 || (atomic == 0 && cgroup_v2_kill_frozen(cg, err) < 0))
-        return -1;
-    if (cgroup_v2_wait_empty(cg, atomic == 0, err) < 0)
-        return -1;
-    return cgroup_v1_wait_empty(cg, err);
+    bool ignored;
+    return cg->host->ops->kill_start(cg, atomic ? atomic : &ignored, err);
 }
 
-int cgroup_kill(struct cgroup *cg, err_t *err)
+int cgroup_populated(struct cgroup *cg, bool *populated, err_t *err)
 {
-    switch (cg->mode) {
-    case CGROUP_MODE_V1:
-        if (cgroup_v1_kill_frozen(cg, err) < 0)
-            return -1;
-        return cgroup_v1_wait_empty(cg, err);
-    case CGROUP_MODE_HYBRID:
-        return cgroup_kill_hybrid(cg, err);
-    case CGROUP_MODE_V2: {
-        int atomic = cgroup_v2_kill_atomic(cg, err);
-        if (atomic < 0 || (atomic == 0 && cgroup_v2_kill_frozen(cg, err) < 0))
-            return -1;
-        return cgroup_v2_wait_empty(cg, atomic == 0, err);
+    return cg->host->ops->populated(cg, populated, err);
+}
+
+int cgroup_events_rearm(int fd)
+{
+    char buf[256];
+    return pread(fd, buf, sizeof buf, 0) < 0 ? -1 : 0;
+}
+
+int cgroup_open_events_fd(const struct cgroup *cg, err_t *err)
+{
+    if (cg->host->mode == CGROUP_MODE_V1 || !cg->made_v2)
+        return cgroup_error(err, ENOTSUP, "cgroup %s: no cgroup.events on cgroup v1", cg->path);
+    int fd = cgroup_open_file(cg, &cg->host->v2, "cgroup.events", O_RDONLY);
+    if (fd < 0) {
+        err_set(err, errno, "open cgroup.events");
+        return cgroup_fail(cg, &cg->host->v2, err);
     }
+    /* A new kernfs fd reports POLLPRI until its first read: read it here, so that the first
+     * POLLPRI the caller sees is a change. */
+    if (cgroup_events_rearm(fd) < 0) {
+        err_set(err, errno, "read cgroup.events");
+        close(fd);
+        return cgroup_fail(cg, &cg->host->v2, err);
     }
-    return cgroup_error(err, EINVAL, "cgroup %s: bad mode", cg->name);
+    return fd;
 }
 
-int cgroup_set_frozen(struct cgroup *cg, bool frozen, err_t *err)
+int cgroup_freeze_start(struct cgroup *cg, bool frozen, err_t *err)
 {
-    if (cg->mode == CGROUP_MODE_V1)
-        return cgroup_v1_set_frozen(cg, frozen, err);
-    /* Hybrid too: cgroup.freeze is core cgroup2, no controller needed. */
-    return cgroup_v2_set_frozen(cg, frozen, err);
+    return cg->host->ops->freeze_start(cg, frozen, err);
 }
 
-int cgroup_destroy(struct cgroup *cg, err_t *err)
+int cgroup_frozen(struct cgroup *cg, bool *frozen, err_t *err)
 {
-    if (!cg)
+    return cg->host->ops->frozen(cg, frozen, err);
+}
+
+/* ---------- removal ---------- */
+
+/* rmdir of the directory name below dirfd, its subdirectories first (a cgroup directory holds
+ * only the kernel's files, which go with it, and its child groups). */
+static int cgroup_rmdir_tree(int dirfd, const char *name, int depth)
+{
+    /* Most groups have no children: one rmdir. A parent with children says EBUSY, as does one
+     * with exiting members; only then are its subdirectories looked for. */
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
         return 0;
-    /* The common case needs no kill: the sandbox's processes are gone, which cgroup2 says in one
-     * read (and then the v1 groups, holding the same processes, are empty too). */
-    uint64_t populated = 1;
+    if (errno != EBUSY)
+        return -1;
+    if (depth < CGROUP_MAX_DEPTH) {
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return errno == ENOENT ? 0 : -1;
+        DIR *dir = fdopendir(fd);
+        if (!dir) {
+            close(fd);
+            return -1;
+        }
+        struct dirent *de;
+        int rc = 0;
+        while (rc == 0 && (de = readdir(dir))) {
+            if (de->d_type == DT_DIR && de->d_name[0] != '.')
+                rc = cgroup_rmdir_tree(fd, de->d_name, depth + 1);
+        }
+        int saved = errno;
+        closedir(dir);
+        if (rc < 0) {
+            errno = saved;
+            return -1;
+        }
+    }
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return -1;
+    return 0;
+}
+
+static int cgroup_remove_in(struct cgroup *cg, const struct cgroup_hier *h, bool *made, err_t *err)
+{
+    if (!*made)
+        return 0;
+    char rel[CGROUP_PATH_MAX + 64];
+    if (cgroup_rmdir_tree(h->fd, cgroup_rel(cg, "", rel, sizeof rel), 0) < 0) {
+        err_set(err, errno, "rmdir");
+        return cgroup_fail(cg, h, err);
+    }
+    *made = false;
+    return 0;
+}
+
+int cgroup_remove(struct cgroup *cg, err_t *err)
+{
     int rc = 0;
-    if (cg->mode == CGROUP_MODE_V1 || cg->v2.fd < 0 ||
-        cgroup_dir_read_key(cg, &cg->v2, "cgroup.events", "populated", &populated, false, NULL) <
-            0 ||
-        populated != 0)
-        rc = cgroup_kill(cg, err);
-    /* Try the rmdirs even if the kill failed: an empty hierarchy still goes away. */
-    if (cgroup_remove_all(cg, rc < 0 ? NULL : err) < 0)
+    /* Every hierarchy is tried: an empty one still goes away. The first error is kept. */
+    for (size_t h = 0; h < cg->host->v1_count; h++)
+        if (cgroup_remove_in(cg, &cg->host->v1[h], &cg->made_v1[h], rc < 0 ? NULL : err) < 0)
+            rc = -1;
+    if (cg->host->mode != CGROUP_MODE_V1 &&
+        cgroup_remove_in(cg, &cg->host->v2, &cg->made_v2, rc < 0 ? NULL : err) < 0)
         rc = -1;
-    free(cg);
     return rc;
+}
+
+bool cgroup_removed(const struct cgroup *cg)
+{
+    for (size_t h = 0; h < cg->host->v1_count; h++)
+        if (cg->made_v1[h])
+            return false;
+    return !cg->made_v2;
+}
+
+int cgroup_delegate_procs(struct cgroup *cg, uid_t uid, gid_t gid, err_t *err)
+{
+    if (cg->host->mode == CGROUP_MODE_V1)
+        return 0;
+    char rel[CGROUP_PATH_MAX + 64];
+    if (fchownat(cg->host->v2.fd, cgroup_rel(cg, "cgroup.procs", rel, sizeof rel), uid, gid,
+                 AT_SYMLINK_NOFOLLOW) < 0) {
+        err_set(err, errno, "chown cgroup.procs");
+        return cgroup_fail(cg, &cg->host->v2, err);
+    }
+    return 0;
 }

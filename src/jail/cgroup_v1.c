@@ -70,85 +70,86 @@ static int v1_find_mounts(char (*paths)[PATH_MAX], enum cgroup_mode mode, err_t 
     return 0;
 }
 
-/* ---------- creation ---------- */
+/* ---------- the hierarchies, found once ---------- */
 
 /* Gives each controller its hierarchy; co-mounted controllers ("cpu,cpuacct") share one. */
-static void v1_assign_hierarchies(struct cgroup *cg, char (*paths)[PATH_MAX], size_t *first_of)
+static void v1_assign_hierarchies(struct cgroup_host *host, char (*paths)[PATH_MAX],
+                                  size_t *first_of)
 {
     for (size_t c = 0; c < CGROUP_V1_COUNT; c++) {
-        if (!cgroup_v1_wanted(cg->mode, c))
+        if (!cgroup_v1_wanted(host->mode, c))
             continue;
         size_t h = 0;
-        while (h < cg->v1_count && strcmp(paths[first_of[h]], paths[c]) != 0)
+        while (h < host->v1_count && strcmp(paths[first_of[h]], paths[c]) != 0)
             h++;
-        struct cgroup_dir *d = &cg->v1[h];
-        if (h == cg->v1_count) {
-            first_of[cg->v1_count++] = c;
+        struct cgroup_hier *d = &host->v1[h];
+        if (h == host->v1_count) {
+            first_of[host->v1_count++] = c;
+            d->fd = -1;
             snprintf(d->label, sizeof d->label, "%s", cgroup_v1_controller_names[c]);
         } else {
             size_t len = strlen(d->label);
             snprintf(d->label + len, sizeof d->label - len, ",%s", cgroup_v1_controller_names[c]);
         }
-        cg->v1_index[c] = h;
+        host->v1_index[c] = h;
     }
 }
 
-static int v1_make_dir(struct cgroup *cg, struct cgroup_dir *d, const char *mount, err_t *err)
+int cgroup_v1_host_open(struct cgroup_host *host, err_t *err)
 {
-    cleanup_fd int root_fd = open(mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root_fd < 0)
-        return err_set(err, errno, "cgroup %s: open %s", d->label, mount);
-    if (cgroup_dir_open_parent(d, root_fd, err) < 0)
+    cleanup_free char(*paths)[PATH_MAX] = calloc(CGROUP_V1_COUNT, PATH_MAX);
+    if (!paths)
+        return err_set(err, errno, "cgroup v1: calloc");
+    /* Every controller is found before anything is opened, so a missing one costs nothing. */
+    if (v1_find_mounts(paths, host->mode, err) < 0)
         return -1;
-    return cgroup_dir_make(cg, d, err);
+    size_t first_of[CGROUP_V1_COUNT];
+    v1_assign_hierarchies(host, paths, first_of);
+    for (size_t h = 0; h < host->v1_count; h++) {
+        const char *mount = paths[first_of[h]];
+        cleanup_fd int root_fd = open(mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+            return err_set(err, errno, "cgroup %s: open %s", host->v1[h].label, mount);
+        if (cgroup_hier_open_parent(&host->v1[h], root_fd, err) < 0)
+            return -1;
+    }
+    return 0;
 }
 
-static struct cgroup_dir *v1_dir(struct cgroup *cg, enum cgroup_v1_controller c)
-{
-    return &cg->v1[cg->v1_index[c]];
-}
+/* ---------- creation ---------- */
 
 static int v1_write_limits(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
 {
-    struct cgroup_dir *mem = v1_dir(cg, CGROUP_V1_MEMORY);
+    const struct cgroup_hier *mem = cgroup_v1_hier(cg, CGROUP_V1_MEMORY);
     if (limits->memory_bytes) {
         /* Order matters: the kernel refuses a memsw (memory+swap) limit below the memory
          * limit, so memory first. Equal values leave no room for swap on top. The memsw file
          * exists only with swap accounting; without it there is no swap to cap. */
-        if (cgroup_dir_write_u64(cg, mem, "memory.limit_in_bytes", limits->memory_bytes, false,
-                                 err) < 0 ||
-            cgroup_dir_write_u64(cg, mem, "memory.memsw.limit_in_bytes", limits->memory_bytes, true,
-                                 err) < 0)
+        if (cgroup_write_u64(cg, mem, "memory.limit_in_bytes", limits->memory_bytes, false, err) <
+                0 ||
+            cgroup_write_u64(cg, mem, "memory.memsw.limit_in_bytes", limits->memory_bytes, true,
+                             err) < 0)
             return -1;
         /* v1 keeps socket buffers (TCP, UDP, every protocol with socket memory accounting) out
          * of memory.limit_in_bytes and takes them from the host-wide budget that the host's own
          * network shares; writing this limit is also what turns their accounting on. v2 charges
          * them to memory.max. The same figure again: the sandbox's sockets cannot take more of
          * the host than its memory limit says. Optional: kernels without v1 kmem have no file. */
-        if (cgroup_dir_write_u64(cg, mem, "memory.kmem.tcp.limit_in_bytes", limits->memory_bytes,
-                                 true, err) < 0)
+        if (cgroup_write_u64(cg, mem, "memory.kmem.tcp.limit_in_bytes", limits->memory_bytes,
+                             true, err) < 0)
             return -1;
     }
-    if (limits->pids && cgroup_dir_write_u64(cg, v1_dir(cg, CGROUP_V1_PIDS), "pids.max",
-                                             limits->pids, false, err) < 0)
+    if (limits->pids && cgroup_write_u64(cg, cgroup_v1_hier(cg, CGROUP_V1_PIDS), "pids.max",
+                                         limits->pids, false, err) < 0)
         return -1;
     return 0;
 }
 
-int cgroup_v1_create(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
+int cgroup_v1_make(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
 {
-    cleanup_free char(*paths)[PATH_MAX] = calloc(CGROUP_V1_COUNT, PATH_MAX);
-    if (!paths)
-        return err_set(err, errno, "cgroup v1: calloc");
-    /* Every controller is found before anything is made, so a missing one costs no rollback. */
-    if (v1_find_mounts(paths, cg->mode, err) < 0)
-        return -1;
-    size_t first_of[CGROUP_V1_COUNT];
-    v1_assign_hierarchies(cg, paths, first_of);
-    for (size_t h = 0; h < cg->v1_count; h++) {
-        if (v1_make_dir(cg, &cg->v1[h], paths[first_of[h]], err) < 0)
+    for (size_t h = 0; h < cg->host->v1_count; h++)
+        if (cgroup_mkdir(cg, &cg->host->v1[h], &cg->made_v1[h], err) < 0)
             return -1;
-    }
     return v1_write_limits(cg, limits, err);
 }
 
@@ -158,8 +159,8 @@ int cgroup_v1_attach(struct cgroup *cg, pid_t pid, err_t *err)
 {
     /* Charges made before the move stay with the old memory group, so the caller attaches
      * before the child does any work (it is still waiting on its pipe). */
-    for (size_t h = 0; h < cg->v1_count; h++) {
-        if (cgroup_dir_write_u64(cg, &cg->v1[h], "cgroup.procs", (uint64_t)pid, false, err) < 0)
+    for (size_t h = 0; h < cg->host->v1_count; h++) {
+        if (cgroup_write_u64(cg, &cg->host->v1[h], "cgroup.procs", (uint64_t)pid, false, err) < 0)
             return -1;
     }
     return 0;
@@ -177,19 +178,19 @@ static void v1_close_attach_fds(int *fds, size_t *n)
 int cgroup_self_attach_open(const struct cgroup *cg, int *fds, size_t max, size_t *n, err_t *err)
 {
     *n = 0;
-    if (cg->mode == CGROUP_MODE_V2)
+    if (cg->host->mode == CGROUP_MODE_V2)
         return 0;
-    for (size_t h = 0; h < cg->v1_count; h++) {
+    for (size_t h = 0; h < cg->host->v1_count; h++) {
         if (*n >= max) {
             v1_close_attach_fds(fds, n);
-            return cgroup_error(err, EMFILE, "cgroup %s: too many v1 hierarchies", cg->name);
+            return cgroup_error(err, EMFILE, "cgroup %s: too many v1 hierarchies", cg->path);
         }
-        int fd = openat(cg->v1[h].fd, "tasks", O_WRONLY | O_CLOEXEC);
+        int fd = cgroup_open_file(cg, &cg->host->v1[h], "tasks", O_WRONLY);
         if (fd < 0) {
             int saved = errno;
             v1_close_attach_fds(fds, n);
             cgroup_error(err, saved, "open tasks: %s", strerror(saved));
-            return cgroup_dir_fail(cg, &cg->v1[h], err);
+            return cgroup_fail(cg, &cg->host->v1[h], err);
         }
         fds[(*n)++] = fd;
     }
@@ -212,111 +213,76 @@ int cgroup_self_attach(const int *fds, size_t n)
 
 int cgroup_v1_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err)
 {
-    /* 0 on success, as on v2: cgroup_dir_read_u64 itself returns 1 for "read". */
-    if (cgroup_dir_read_u64(cg, v1_dir(cg, CGROUP_V1_CPUACCT), "cpuacct.usage", ns, false, err) < 0)
+    /* 0 on success, as on v2: cgroup_read_u64 itself returns 1 for "read". */
+    if (cgroup_read_u64(cg, cgroup_v1_hier(cg, CGROUP_V1_CPUACCT), "cpuacct.usage", ns, false,
+                        err) < 0)
         return -1;
     return 0;
 }
 
 int cgroup_v1_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
 {
-    struct cgroup_dir *mem = v1_dir(cg, CGROUP_V1_MEMORY);
+    const struct cgroup_hier *mem = cgroup_v1_hier(cg, CGROUP_V1_MEMORY);
     /* CPU time lives in cpuacct on pure v1 only; hybrid reads it from its cgroup2 group. */
-    if ((cg->mode == CGROUP_MODE_V1 && cgroup_v1_read_cpu(cg, &out->cpu_usage_ns, err) < 0) ||
-        cgroup_dir_read_u64(cg, mem, "memory.max_usage_in_bytes", &out->memory_peak_bytes, false,
-                            err) < 0 ||
+    if ((cg->host->mode == CGROUP_MODE_V1 && cgroup_v1_read_cpu(cg, &out->cpu_usage_ns, err) < 0) ||
+        cgroup_read_u64(cg, mem, "memory.max_usage_in_bytes", &out->memory_peak_bytes, false,
+                        err) < 0 ||
         /* the oom_kill line is 4.13+; an older kernel reads as 0 */
-        cgroup_dir_read_key(cg, mem, "memory.oom_control", "oom_kill", &out->oom_kills, false,
-                            err) < 0 ||
-        cgroup_dir_read_u64(cg, v1_dir(cg, CGROUP_V1_PIDS), "pids.current", &out->pids_current,
-                            false, err) < 0)
+        cgroup_read_key(cg, mem, "memory.oom_control", "oom_kill", &out->oom_kills, false, err) <
+            0 ||
+        cgroup_read_u64(cg, cgroup_v1_hier(cg, CGROUP_V1_PIDS), "pids.current",
+                        &out->pids_current, false, err) < 0)
         return -1;
     return 0;
 }
 
-/* ---------- freezer and kill ---------- */
+/* ---------- freezer and kill (pure v1) ---------- */
 
-/* Polls freezer.state until it reads FROZEN (it reads FREEZING while tasks are stopping). */
-static int v1_wait_frozen(struct cgroup *cg, err_t *err)
+int cgroup_v1_freeze_start(struct cgroup *cg, bool frozen, err_t *err)
 {
-    struct cgroup_dir *fz = v1_dir(cg, CGROUP_V1_FREEZER);
-    uint64_t deadline = cgroup_now_ms() + CGROUP_FROZEN_TIMEOUT_MS;
-    unsigned step = 0;
+    return cgroup_write(cg, cgroup_v1_hier(cg, CGROUP_V1_FREEZER), "freezer.state",
+                        frozen ? "FROZEN" : "THAWED", false, err) < 0
+               ? -1
+               : 0;
+}
+
+int cgroup_v1_frozen(struct cgroup *cg, bool *frozen, err_t *err)
+{
     char state[32];
-    for (;;) {
-        if (cgroup_dir_read(cg, fz, "freezer.state", state, sizeof state, false, err) < 0)
-            return -1;
-        if (strcmp(state, "FROZEN\n") == 0)
-            return 0;
-        if (cgroup_now_ms() >= deadline) {
-            cgroup_error(err, ETIMEDOUT, "freezer.state: still %.*s after %d ms",
-                         (int)strcspn(state, "\n"), state, CGROUP_FROZEN_TIMEOUT_MS);
-            return cgroup_dir_fail(cg, fz, err);
-        }
-        cgroup_backoff(&step);
-    }
-}
-
-int cgroup_v1_set_frozen(struct cgroup *cg, bool frozen, err_t *err)
-{
-    struct cgroup_dir *fz = v1_dir(cg, CGROUP_V1_FREEZER);
-    if (cgroup_dir_write(cg, fz, "freezer.state", frozen ? "FROZEN" : "THAWED", false, err) < 0)
+    /* FREEZING while tasks are still stopping. */
+    if (cgroup_read(cg, cgroup_v1_hier(cg, CGROUP_V1_FREEZER), "freezer.state", state,
+                    sizeof state, false, err) < 0)
         return -1;
-    if (frozen && v1_wait_frozen(cg, err) < 0) {
-        /* Half frozen is the worst state to leave behind: undo. */
-        cgroup_dir_write(cg, fz, "freezer.state", "THAWED", false, NULL);
-        return -1;
-    }
+    *frozen = strcmp(state, "FROZEN\n") == 0;
     return 0;
 }
 
-int cgroup_v1_kill_frozen(struct cgroup *cg, err_t *err)
+int cgroup_v1_kill_start(struct cgroup *cg, bool *atomic, err_t *err)
 {
-    struct cgroup_dir *fz = v1_dir(cg, CGROUP_V1_FREEZER);
     size_t count;
+    *atomic = false;
     /* Freeze first: v1 has no atomic kill, and a task that forks between our read of
-     * cgroup.procs and its SIGKILL would leave a child we never saw. A freeze that times out
-     * (a task stuck in the kernel) is not fatal: cgroup_v1_wait_empty kills stragglers. */
-    if (cgroup_dir_write(cg, fz, "freezer.state", "FROZEN", false, err) < 0)
-        return -1;
-    v1_wait_frozen(cg, NULL);
-    if (cgroup_dir_scan_procs(cg, fz, true, &count, err) < 0)
+     * cgroup.procs and its SIGKILL would leave a child we never saw. The freeze completes
+     * asynchronously, so a task still running may fork anyway: the caller asks again while the
+     * group is populated. */
+    if (cgroup_v1_freeze_start(cg, true, err) < 0 ||
+        cgroup_scan_procs(cg, cgroup_v1_hier(cg, CGROUP_V1_FREEZER), true, true, &count, err) < 0)
         return -1;
     /* A v1-frozen task keeps its SIGKILL pending until thawed, so thaw only after the kills
      * are queued: the tasks then go straight to exit without running user code. */
-    return cgroup_dir_write(cg, fz, "freezer.state", "THAWED", false, err) < 0 ? -1 : 0;
+    return cgroup_v1_freeze_start(cg, false, err);
 }
 
-/* SIGKILLs every member of each v1 group; *busy is the first group with any, *left their count. */
-static int v1_kill_members(struct cgroup *cg, size_t *busy, size_t *left, err_t *err)
+int cgroup_v1_populated(struct cgroup *cg, bool *populated, err_t *err)
 {
-    *left = 0;
-    for (size_t h = 0; h < cg->v1_count; h++) {
-        if (cgroup_dir_scan_procs(cg, &cg->v1[h], true, left, err) < 0)
+    *populated = false;
+    for (size_t h = 0; h < cg->host->v1_count && !*populated; h++) {
+        size_t count;
+        if (!cg->made_v1[h])
+            continue;
+        if (cgroup_scan_procs(cg, &cg->host->v1[h], true, false, &count, err) < 0)
             return -1;
-        if (*left) {
-            *busy = h;
-            return 0;
-        }
+        *populated = count > 0;
     }
     return 0;
-}
-
-int cgroup_v1_wait_empty(struct cgroup *cg, err_t *err)
-{
-    uint64_t deadline = cgroup_now_ms() + CGROUP_EMPTY_TIMEOUT_MS;
-    unsigned step = 0;
-    for (;;) {
-        size_t busy = 0, left;
-        if (v1_kill_members(cg, &busy, &left, err) < 0)
-            return -1;
-        if (left == 0)
-            return 0;
-        if (cgroup_now_ms() >= deadline) {
-            cgroup_error(err, ETIMEDOUT, "%zu processes still in cgroup.procs after %d ms", left,
-                         CGROUP_EMPTY_TIMEOUT_MS);
-            return cgroup_dir_fail(cg, &cg->v1[busy], err);
-        }
-        cgroup_backoff(&step);
-    }
 }

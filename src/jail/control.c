@@ -1,12 +1,13 @@
 #include "jail/control.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "util/fds.h"
 
 int control_send_fds(int sock, const struct control_msg *msg, const int *fds, size_t n_fds)
 {
@@ -83,26 +84,12 @@ int control_recv_fds(int sock, struct control_msg *msg, int *fds, size_t max_fds
         return -1;
     /* Every fd that arrived is either handed out or closed: a hostile peer cannot make us
      * leak them. */
-    size_t got = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < count; i++) {
-            int f;
-            memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
-            if (got < max_fds)
-                fds[got++] = f;
-            else
-                close(f);
-        }
-    }
+    size_t got = fd_take_rights(&mh, fds, max_fds);
     if (n == 0) {
         close_all(fds, got);
         /* SOCK_SEQPACKET delivers an empty datagram as a 0-byte read, like EOF: a peer that is
          * still there sent a malformed message, and must not make the host think it hung up. */
-        struct pollfd pfd = {.fd = sock, .events = POLLRDHUP};
-        if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLRDHUP)))
+        if (fd_peer_hung_up(sock))
             return 0;
         errno = EBADMSG;
         return -1;

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -14,7 +15,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "init/init.h"
 #include "jail/control.h"
 #include "jail/inroot.h"
 #include "jail/jail.h"
@@ -124,8 +124,12 @@ static void keep_only_sandbox_fds(const struct jail_spec *spec, int ctl)
 {
     if (install_stdio(spec) < 0)
         control_die(ctl, errno, "set up stdio");
-    int keep[JAIL_MAX_FILES + 4] = {0, 1, 2, ctl};
-    size_t n = 4;
+    int keep[JAIL_MAX_FILES + 7] = {0, 1, 2, ctl, jail_init_exec_fd()};
+    size_t n = 5;
+    if (spec->listen_fd >= 3)
+        keep[n++] = spec->listen_fd;
+    if (spec->hold_fd >= 3)
+        keep[n++] = spec->hold_fd;
     for (size_t i = 0; i < spec->n_files; i++)
         keep[n++] = spec->files[i].host_fd;
     fd_close_all_except(keep, n);
@@ -137,7 +141,66 @@ static void close_file_sources(const struct jail_spec *spec)
         close(spec->files[i].host_fd);
 }
 
-void jail_child_main(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)
+/* Init is exec'd, never this fork of the caller: from here on its memory is its own (in a daemon
+ * the caller's holds other tenants' data). The binary is the caller's own, opened before the
+ * clone (jail_init_exec_fd) and run through that fd, since no path in here leads to it. Its
+ * command line is init's whole configuration (src/init/README.md); the environment is the
+ * payload's. Capabilities survive: uid 0 execs into the full set of the user namespace, which
+ * init drops itself. */
+static _Noreturn void exec_init(const struct jail_spec *spec, int ctl, int output_fd)
+{
+    char ctl_arg[32], output_arg[32], seccomp_arg[32];
+    snprintf(ctl_arg, sizeof ctl_arg, "--ctl=%d", ctl);
+    snprintf(output_arg, sizeof output_arg, "--output=%d", output_fd);
+    snprintf(seccomp_arg, sizeof seccomp_arg, "--seccomp=%d", (int)spec->seccomp);
+    size_t n_args = 0;
+    while (spec->argv && spec->argv[n_args])
+        n_args++;
+    char listen_arg[32], hold_arg[32];
+    snprintf(listen_arg, sizeof listen_arg, "--listen=%d", spec->listen_fd);
+    snprintf(hold_arg, sizeof hold_arg, "--hold=%d", spec->hold_fd);
+    /* At most 11 options and "--" before the payload's argv; the count is bounded by ARG_MAX. */
+    const char **argv = calloc(n_args + 13, sizeof *argv);
+    if (!argv)
+        control_die(ctl, ENOMEM, "init's command line");
+    size_t i = 0;
+    argv[i++] = JAIL_INIT_ARGV0;
+    argv[i++] = ctl_arg;
+    argv[i++] = output_arg;
+    argv[i++] = seccomp_arg;
+    argv[i++] = spec->as_root ? "--user=root" : "--user=user";
+    if (spec->die_with_parent)
+        argv[i++] = "--die-with-parent";
+    if (spec->writable_root)
+        argv[i++] = "--writable-root";
+    char *cwd_arg = NULL;
+    if (spec->cwd) {
+        if (asprintf(&cwd_arg, "--cwd=%s", spec->cwd) < 0)
+            control_die(ctl, ENOMEM, "init's command line");
+        argv[i++] = cwd_arg;
+    }
+    if (!spec->argv) {
+        argv[i++] = "--agent";
+        argv[i++] = listen_arg;
+        if (spec->hold_fd >= 3)
+            argv[i++] = hold_arg;
+    } else {
+        argv[i++] = "--";
+        for (size_t k = 0; k < n_args; k++)
+            argv[i++] = spec->argv[k];
+    }
+    argv[i] = NULL;
+    /* These cross the exec; everything else of ours is close-on-exec. */
+    int pass[] = {ctl, output_fd, spec->argv ? -1 : spec->listen_fd, spec->argv ? -1 : spec->hold_fd};
+    for (size_t k = 0; k < sizeof pass / sizeof pass[0]; k++)
+        if (pass[k] >= 0 && fcntl(pass[k], F_SETFD, 0) < 0)
+            control_die(ctl, errno, "hand the control channel to init");
+    syscall(SYS_execveat, jail_init_exec_fd(), "", (char *const *)argv,
+            (char *const *)spec->envp, AT_EMPTY_PATH);
+    control_die(ctl, errno, "exec hutch init");
+}
+
+void jail_child_main(const struct jail_spec *spec, int ctl)
 {
     keep_only_sandbox_fds(spec, ctl);
     reset_signals();
@@ -162,103 +225,18 @@ void jail_child_main(const struct jail_spec *spec, int ctl, const struct seccomp
      * files copied in, and everything after. */
     join_cgroups(ctl);
     /* Now, not at clone: only after we joined every cgroup does the namespace's
-     * root sit at our own cgroup, hiding the host's tree. */
-    if (unshare(CLONE_NEWCGROUP) < 0)
+     * root sit at our own cgroup, hiding the host's tree. Not in an agent sandbox: its spawner
+     * clones each command into a sibling of init's group, which must stay in view; each command
+     * makes a namespace of its own instead (src/init/command.c), up to JAIL_MAX_COMMANDS. */
+    if (spec->argv && unshare(CLONE_NEWCGROUP) < 0)
         control_die(ctl, errno, "unshare cgroup namespace");
-    shares_close_cgroup_namespaces(ctl, cgroupns_limit);
+    shares_close_cgroup_namespaces(ctl, cgroupns_limit, spec->argv ? 0 : JAIL_MAX_COMMANDS);
     rootfs_copy_files(ctl, spec, spec->as_root ? 0 : JAIL_USER_UID);
     close_file_sources(spec);
     if (privs_apply_rlimits(&spec->limits) < 0)
         control_die(ctl, errno, "setrlimit");
     if (setsid() < 0)
         control_die(ctl, errno, "setsid");
-    init_main(spec, ctl, prog, output_fd);
+    exec_init(spec, ctl, output_fd);
 }
 
-/* execve, but only of what the sandbox's own tree names: never through a magic link
- * (/proc/self/fd/N, /proc/N/root, /proc/N/cwd). No fd of the host's is open in here any more, so
- * such a link could only lead back inside; refusing them keeps it so if one ever were. */
-static void exec_resolved(const char *path, char *const argv[], char *const envp[])
-{
-    /* Not RESOLVE_IN_ROOT: a relative path must name what execve will run, from the cwd. */
-    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
-    int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
-    if (fd < 0)
-        return;
-    close(fd);
-    execve(path, argv, envp);
-}
-
-/* Looks file up in the PATH of the payload's own environment (execvpe would use ours). */
-static void exec_in_path(const char *file, char *const argv[], char *const envp[])
-{
-    if (strchr(file, '/')) {
-        exec_resolved(file, argv, envp);
-        return;
-    }
-    const char *path = "/usr/local/bin:/usr/bin:/bin";
-    for (char *const *e = envp; *e; e++)
-        if (strncmp(*e, "PATH=", 5) == 0)
-            path = *e + 5;
-    int best = ENOENT;
-    char buf[PATH_MAX];
-    for (const char *p = path;; p++) {
-        const char *end = strchrnul(p, ':');
-        size_t dlen = (size_t)(end - p);
-        size_t flen = strlen(file);
-        if (dlen + flen + 2 <= sizeof buf) {
-            memcpy(buf, dlen ? p : ".", dlen ? dlen : 1);
-            size_t at = dlen ? dlen : 1;
-            buf[at] = '/';
-            memcpy(buf + at + 1, file, flen + 1);
-            exec_resolved(buf, argv, envp);
-            if (errno != ENOENT && errno != ENOTDIR)
-                best = errno;
-        }
-        if (*end == '\0')
-            break;
-        p = end;
-    }
-    errno = best;
-}
-
-void jail_exec_payload(const struct jail_spec *spec, int ctl, const struct seccomp_program *prog)
-{
-    /* stdio is in place since the child's start (keep_only_sandbox_fds). Every other inherited
-     * fd closes at exec; ctl stays open until then to report failure. */
-    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-        control_die(ctl, errno, "close_range");
-    uid_t uid = spec->as_root ? 0 : JAIL_USER_UID;
-    const char *cwd = spec->cwd ? spec->cwd : (spec->as_root ? "/root" : JAIL_USER_HOME);
-    if (privs_drop(uid, spec->as_root && spec->writable_root ? JAIL_WRITABLE_ROOT_CAPS : 0,
-                   spec->die_with_parent) < 0)
-        control_die(ctl, errno, "drop privileges");
-    /* The OOM killer must pick the program, never init: tmpfs pages belong to no process, so at
-     * the memory limit init (a copy of the supervisor) can look largest. Lowering init's score
-     * needs CAP_SYS_RESOURCE, which hosts may withhold; raising the payload's needs nothing, and
-     * under host memory pressure it is right too: a sandbox goes before the host's services.
-     * Dumpable first: the credential change made us not, and /proc/self would then belong to
-     * host root, out of our reach. (execve sets it again as for any program.) */
-    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
-        file_write_str_at(AT_FDCWD, "/proc/self/oom_score_adj", "1000", NULL) < 0)
-        control_die(ctl, errno, "set oom_score_adj");
-    /* And back: dumpable belongs to the memory, which until execve is init's (vfork). A
-     * dumpable init would open its /proc/1/{mem,fd} to a payload of the same uid. */
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-        control_die(ctl, errno, "PR_SET_DUMPABLE");
-    /* Resolved inside the sandbox's root only (RESOLVE_IN_ROOT from "/", which the pivot made
-     * our cwd), and never through a magic link. */
-    int cwd_fd = inroot_open(AT_FDCWD, cwd, O_PATH | O_DIRECTORY, 0);
-    if (cwd_fd < 0 || fchdir(cwd_fd) < 0)
-        control_die(ctl, errno, "working directory %s", cwd);
-    close(cwd_fd);
-    if (landlock_restrict_for(spec->writable_root) < 0)
-        control_die(ctl, errno, "landlock");
-    /* Last: from here on the filter applies to us, and it forbids much of the above. */
-    if (seccomp_install(prog) < 0)
-        control_die(ctl, errno, "install seccomp filter");
-    exec_in_path(spec->argv[0], (char *const *)spec->argv, (char *const *)spec->envp);
-    int e = errno;
-    control_send_simple(ctl, CONTROL_EXEC_ERROR, e, 0, spec->argv[0]);
-    _exit(127);
-}

@@ -1,13 +1,22 @@
 /* The isolation core: a sandbox description in, a running sandbox out.
  *
- *   struct jail_spec  what to build (layers, files, limits, network mode, uid range, user, argv)
- *   jail_start()      builds it: cgroup, clone3 into fresh namespaces, maps, rootfs, drops, exec
- *   struct jail       what is running: init's pid and pidfd, the control channel, the cgroup
- *   jail_destroy()    kills and removes everything the sandbox owned
+ *   struct jail_spec      what to build (layers, files, limits, network mode, uid range, user, argv)
+ *   jail_start_begin()    cgroup, clone3 into fresh namespaces, maps, go: returns at once
+ *   jail_start_complete() when the control channel is readable: READY, or the child's error
+ *   struct jail           what is running: init's pid and pidfd, the control channel, the cgroup
+ *   jail_kill(), jail_reap_init(), jail_remove(), jail_close()   the steps of destroy
+ *   jail_freeze_start(), jail_frozen()                            pause and resume
+ *   jail_start(), jail_destroy(), jail_set_frozen()               blocking compositions
  *
  * Inside, pid 1 is hutch init (src/init/): it forks the payload, reaps, and reports the payload's
- * fate over the control channel (messages in src/init/init_msg.h). `hutch run` is the first
- * client; the daemon uses the same calls. */
+ * fate over the control channel (messages in src/jail/control.h). `hutch run` is the first
+ * client; the daemon uses the same calls.
+ *
+ * The caller's contract: one thread calls into this library (no locking inside); the caller may
+ * handle SIGCHLD and reap its own children (init's status then still comes through its pidfd on
+ * Linux 6.15+, see jail_reap_init; reaping by pid keeps it on any kernel). Nothing
+ * here raises SIGPIPE (every write to a socket or pipe uses MSG_NOSIGNAL or a socket), sleeps
+ * (except the blocking compositions) or exits the process. */
 #pragma once
 #include <linux/capability.h>
 #include <stdbool.h>
@@ -28,6 +37,7 @@
  * can ever carry it. */
 #define JAIL_UID_MAPPED (JAIL_UID_COUNT - 1u)
 #define JAIL_MAX_FILES  1024u /* files copied in per sandbox */
+#define JAIL_MAX_COMMANDS 1024u /* commands running at once in an agent sandbox */
 #define JAIL_MAX_DISK_BYTES (1ull << 50) /* 1 PiB: far below where the kernel's rounding wraps */
 #define JAIL_MAX_TIME_MS    (400ull * 24 * 3600 * 1000) /* 400 days, for any time limit */
 
@@ -41,8 +51,8 @@
 #define JAIL_MSGQUEUE_BYTES            819200u    /* POSIX message queues: the kernel's default */
 #define JAIL_MEMLOCK_BYTES             (8u << 20) /* locked memory: the kernel's default */
 
-/* What a payload run as root keeps in a writable root (jail_spec.writable_root), as capabilities
- * of the sandbox's own user namespace: dpkg -i of a package whose files belong to other users
+/* What a payload run as root keeps in a writable root (jail_spec.writable_root), as
+ * capabilities of the sandbox's own user namespace: dpkg -i of a package whose files belong to other users
  * and groups, or carry set-id bits, sets their owner (CHOWN), their times and modes once they
  * are no longer root's (FOWNER), keeps a set-gid bit on a file whose group root is not in
  * (FSETID), and looks into directories such as a 0700 one of another user (DAC_OVERRIDE). pip,
@@ -84,6 +94,7 @@ struct jail_mount {
 };
 
 struct jail_spec {
+    struct cgroup_host *cgroups; /* the process's (cgroup_host_open) */
     const char *name;         /* unique; names the cgroup ("run-PID-N") */
     const char *template_dir; /* read-only lower layer: a prepared rootfs (see template.h) */
     const char *usr_dir;      /* read-only lower of /usr, normally the host's "/usr" */
@@ -92,11 +103,14 @@ struct jail_spec {
     struct jail_limits limits;
     enum jail_net_mode net;
     uid_t host_uid_base; /* inside 0..JAIL_UID_MAPPED-1 map to host_uid_base.. */
-    bool as_root;        /* run the payload as sandbox root (no capabilities) instead of user */
+    bool as_root;        /* run the payload as sandbox root (no capabilities but in a writable
+                            root) instead of user */
     enum seccomp_profile seccomp;
     const char *hostname;
     /* argv[0] is looked up in the sandbox's PATH. No string may live in the process's own argv
-     * area: the child overwrites it so /proc/1/cmdline inside shows nothing of the host's. */
+     * area: the child overwrites it so /proc/1/cmdline inside shows nothing of the host's.
+     * NULL: a sandbox with no command (an agent sandbox): init stays as the agent and commands
+     * are started in it for as long as it lives (listen_fd). */
     const char *const *argv;
     const char *const *envp;
     const char *cwd;                    /* NULL = the user's home */
@@ -118,33 +132,93 @@ struct jail_spec {
     bool writable_root;
     const char *layer_dir; /* holds the disk layer (disk_layer_create) */
     const char *dpkg_dir;  /* lower of /var/lib/dpkg (the host's, with usr_dir = "/usr"), or NULL */
+    /* Agent sandboxes: a listening SOCK_SEQPACKET unix socket, bound where only the caller can
+     * reach it, on which init serves the control protocol to whoever connects (a restarted
+     * daemon included); and an fd init holds for its whole life (the uid range lock, so that the
+     * range stays taken while the sandbox lives, whoever else comes and goes). Any value below 3
+     * (stdio's) means none, so that a zeroed spec asks for neither. */
+    int listen_fd;
+    int hold_fd;
 };
 
 struct jail {
     char name[80];
     pid_t pid;        /* host pid of the sandbox's init */
+    uid_t host_uid_base; /* the sandbox's uid range (its root as the host sees it) */
     int pidfd;        /* pidfd of init: readable when init has exited */
-    int control_fd;   /* SOCK_SEQPACKET to init (src/init/init_msg.h) */
+    int control_fd;   /* SOCK_SEQPACKET to init (src/jail/control.h), non-blocking */
     int output_dirfd; /* the sandbox's /output, readable after it dies; -1 if not asked */
-    struct cgroup *cgroup;
-    uint64_t start_ns; /* CLOCK_MONOTONIC when the payload was forked (READY) */
-    pid_t keeper_pid;  /* the cleanup keeper, or 0 */
-    int keeper_fd;     /* write end of its pipe: a byte means "done", EOF means "clean up" */
+    struct cgroup *cgroup;      /* hutch/NAME */
+    struct cgroup *init_cgroup; /* hutch/NAME/init in an agent sandbox, else NULL */
+    uint64_t setup_deadline_ns; /* CLOCK_MONOTONIC: jail_start_complete fails after it */
+    uint64_t start_ns;          /* CLOCK_MONOTONIC when the payload was forked (READY) */
+    bool ready;                 /* READY received */
+    bool init_reaped;           /* init's status is in init_status */
+    int init_status;            /* as waitpid gives it */
+    pid_t keeper_pid;           /* the cleanup keeper, or 0 */
+    int keeper_fd;              /* its socket: a byte means "done", EOF means "clean up" */
 };
 
-/* In the freshly cloned child: the setup sequence from inside, then init. Never returns. */
-_Noreturn void jail_child_main(const struct jail_spec *spec, int ctl,
-                               const struct seccomp_program *prog);
-/* In the payload process forked by init: stdio, cwd, drops, Landlock, seccomp, execve. Reports
- * an exec failure over ctl and exits 127. Never returns. */
-_Noreturn void jail_exec_payload(const struct jail_spec *spec, int ctl,
-                                 const struct seccomp_program *prog);
+#define JAIL_SETUP_TIMEOUT_MS 30000 /* from jail_start_begin to READY */
+
+/* In the freshly cloned child: the setup sequence from inside, then the exec of hutch init.
+ * Never returns. */
+_Noreturn void jail_child_main(const struct jail_spec *spec, int ctl);
+/* The name init runs under (its argv[0]): the binary is this process's own, and main() hands a
+ * process started as pid 1 under this name to init_main (src/init/init.h). */
+#define JAIL_INIT_ARGV0 "hutch-init"
+/* An fd of this process's own executable (close-on-exec), opened once; the child execs init
+ * through it. -1 if it could not be opened (jail_start_begin then fails). */
+int jail_init_exec_fd(void);
+/* A program other than the hutch binary itself that links this library (a test) names the hutch
+ * binary to run as init. Once, before the first sandbox. */
+int jail_use_init_binary(const char *path, err_t *err);
 uint64_t jail_now_ns(void);
 
-/* Builds and starts the sandbox. On failure nothing is left behind and err says why. A failure
- * inside the child during setup (mount, pivot, exec setup) is reported through err too. */
+/* ---- start ---- */
+
+/* Validates the spec, makes the cgroup, clones the child, writes its id maps and tells it to go;
+ * returns without waiting for the child. On failure nothing is left behind and err says why. On
+ * success the caller waits for control_fd to be readable (until setup_deadline_ns), then calls
+ * jail_start_complete. */
+int jail_start_begin(const struct jail_spec *spec, struct jail *out, err_t *err);
+/* Reads what the child said: 0 when the sandbox is ready, 1 when nothing has arrived yet (call
+ * again when control_fd is readable), -1 when setup failed or the deadline passed (err says why,
+ * from the child's own report where there is one; the caller then destroys the sandbox). */
+int jail_start_complete(struct jail *jail, err_t *err);
+/* Both, waiting in between (bounded by the deadline, whatever signals arrive). On failure
+ * everything is destroyed. */
 int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err);
-/* Kills everything in the sandbox and removes its cgroup; closes fds; reaps init. Idempotent. */
+
+/* ---- pause ---- */
+
+/* Freezes or thaws every process in the sandbox; returns at once. The freeze completes when the
+ * tasks next return to user space: jail_frozen says when (on cgroup2 the cgroup's events fd,
+ * cgroup_open_events_fd, wakes a poll on it). */
+int jail_freeze_start(struct jail *jail, bool frozen, err_t *err);
+int jail_frozen(struct jail *jail, bool *frozen, err_t *err);
+/* Freezes and waits until frozen (bounded), or thaws. */
+int jail_set_frozen(struct jail *jail, bool frozen, err_t *err);
+
+/* ---- destroy ---- */
+
+/* SIGKILLs every process in the sandbox, frozen or not, and returns. Then pidfd becomes readable
+ * once init is gone, and with init the whole pid namespace (the kernel kills and reaps the rest
+ * before init's exit completes). */
+int jail_kill(struct jail *jail, err_t *err);
+/* Collects init's exit status through its pidfd: 1 when init has ended (init_status set, -1 if
+ * unknown), 0 while it runs, -1 with err when it died of its own seccomp filter, when its status
+ * is unknown, or on error. If the caller's own reaper (waitpid(-1)) took init first, the status
+ * comes from the pidfd (PIDFD_INFO_EXIT, Linux 6.15+); an older kernel cannot tell it, which is
+ * then the error. */
+int jail_reap_init(struct jail *jail, err_t *err);
+/* Removes the cgroup once init is reaped: 0, or -1 with errnum EBUSY while exiting processes are
+ * still counted (try again after the cgroup's next event or a short timer). */
+int jail_remove(struct jail *jail, err_t *err);
+/* Closes what is left (fds, the cgroup handle) and tells the keeper whether cleanup is done.
+ * Idempotent. */
+void jail_close(struct jail *jail);
+/* kill, reap, remove, close, waiting as needed (bounded). Idempotent. */
 int jail_destroy(struct jail *jail, err_t *err);
 /* After jail_destroy: waits for the keeper, which exits on its own once told. Separate so that
  * the caller can do its own work (print the result) meanwhile. Idempotent. */

@@ -318,13 +318,48 @@ static int build_init(scmp_filter_ctx ctx, err_t *err)
     return add_rules(ctx, SCMP_ACT_ALLOW, allowed, ARRAY_LEN(allowed), err);
 }
 
+/* The agent: init's own calls plus what its loop needs (agent.c). Memory calls are there for
+ * malloc (a message's buffer) and the sanitizer build's allocator. */
+static int build_agent(scmp_filter_ctx ctx, err_t *err)
+{
+    static const struct syscall_entry allowed[] = {
+        {"poll", SCMP_SYS(poll)},
+        {"ppoll", SCMP_SYS(ppoll)},
+        {"accept4", SCMP_SYS(accept4)},
+        {"recvmsg", SCMP_SYS(recvmsg)},
+        {"recvfrom", SCMP_SYS(recvfrom)},
+        {"sendto", SCMP_SYS(sendto)},
+        {"read", SCMP_SYS(read)},
+        {"write", SCMP_SYS(write)},
+        {"close", SCMP_SYS(close)},
+        {"fcntl", SCMP_SYS(fcntl)},
+        {"ioctl", SCMP_SYS(ioctl)},
+        {"kill", SCMP_SYS(kill)},
+        {"getpid", SCMP_SYS(getpid)},
+        {"rt_sigprocmask", SCMP_SYS(rt_sigprocmask)},
+        {"clock_gettime", SCMP_SYS(clock_gettime)},
+        {"brk", SCMP_SYS(brk)},
+        {"mmap", SCMP_SYS(mmap)},
+        {"munmap", SCMP_SYS(munmap)},
+        {"mremap", SCMP_SYS(mremap)},
+        {"madvise", SCMP_SYS(madvise)},
+        {"mprotect", SCMP_SYS(mprotect)},
+        {"futex", SCMP_SYS(futex)},
+        {"sched_yield", SCMP_SYS(sched_yield)},
+        {"getrandom", SCMP_SYS(getrandom)},
+    };
+    if (build_init(ctx, err) < 0)
+        return -1;
+    return add_rules(ctx, SCMP_ACT_ALLOW, allowed, ARRAY_LEN(allowed), err);
+}
+
 static int seccomp_build(enum seccomp_profile profile, scmp_filter_ctx *out, err_t *err)
 {
     if (profile != SECCOMP_PROFILE_DEFAULT && profile != SECCOMP_PROFILE_STRICT &&
-        profile != SECCOMP_PROFILE_INIT)
+        profile != SECCOMP_PROFILE_INIT && profile != SECCOMP_PROFILE_AGENT)
         return err_set(err, EINVAL, "seccomp: unknown profile %d", (int)profile);
 
-    bool allow_list = profile == SECCOMP_PROFILE_INIT;
+    bool allow_list = profile == SECCOMP_PROFILE_INIT || profile == SECCOMP_PROFILE_AGENT;
     cleanup_seccomp_ctx scmp_filter_ctx ctx =
         seccomp_init(allow_list ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_ALLOW);
     if (!ctx)
@@ -343,7 +378,10 @@ static int seccomp_build(enum seccomp_profile profile, scmp_filter_ctx *out, err
     if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2)) < 0)
         return err_set(err, -rc, "seccomp: set binary-tree optimization");
 
-    if (allow_list) {
+    if (profile == SECCOMP_PROFILE_AGENT) {
+        if (build_agent(ctx, err) < 0)
+            return -1;
+    } else if (allow_list) {
         if (build_init(ctx, err) < 0)
             return -1;
     } else if (build_default(ctx, err) < 0) {
@@ -378,6 +416,8 @@ const char *seccomp_profile_name(enum seccomp_profile profile)
         return "strict";
     case SECCOMP_PROFILE_INIT:
         return "init";
+    case SECCOMP_PROFILE_AGENT:
+        return "agent";
     }
     return NULL;
 }

@@ -9,6 +9,8 @@ enum seccomp_profile {
     SECCOMP_PROFILE_STRICT,  /* default plus more denials, for untrusted one-shot code */
     SECCOMP_PROFILE_INIT,    /* the sandbox's init: waits, reports, exits; nothing else. Not
                                 selectable by users (seccomp_profile_parse refuses it) */
+    SECCOMP_PROFILE_AGENT,   /* init as an agent: its poll loop, sockets, reaping, signals to
+                                commands; no exec, fork, mount or namespace call. Not selectable */
 };
 
 struct seccomp_program {

@@ -55,11 +55,13 @@ int shares_apply(int ctl, const struct jail_limits *limits)
     return fd;
 }
 
-void shares_close_cgroup_namespaces(int ctl, int fd)
+void shares_close_cgroup_namespaces(int ctl, int fd, unsigned max)
 {
     if (fd < 0)
         return;
-    if (fd_write_all(fd, "0", 1) < 0)
+    char text[16];
+    int len = snprintf(text, sizeof text, "%u", max);
+    if (fd_write_all(fd, text, (size_t)len) < 0)
         control_die(ctl, errno, "set " USER_SYSCTL_DIR "max_cgroup_namespaces");
     close(fd);
 }

@@ -10,4 +10,6 @@
  * can only be closed to 0 after the child's own cgroup namespace exists (or -1 if the kernel has
  * no such file): pass it to shares_close_cgroup_namespaces. */
 int shares_apply(int ctl, const struct jail_limits *limits);
-void shares_close_cgroup_namespaces(int ctl, int fd);
+/* Sets max_cgroup_namespaces to max (0 for a one-shot sandbox; an agent sandbox's commands make
+ * one each) and closes fd. */
+void shares_close_cgroup_namespaces(int ctl, int fd, unsigned max);

@@ -26,7 +26,25 @@
 #include "util/fds.h"
 #include "util/proctitle.h"
 
-#define SETUP_TIMEOUT_MS 30000
+static int init_exec_fd = -1;
+
+int jail_init_exec_fd(void)
+{
+    if (init_exec_fd < 0)
+        init_exec_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    return init_exec_fd;
+}
+
+int jail_use_init_binary(const char *path, err_t *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, errno, "open %s (hutch init)", path);
+    if (init_exec_fd >= 0)
+        close(init_exec_fd);
+    init_exec_fd = fd;
+    return 0;
+}
 
 uint64_t jail_now_ns(void)
 {
@@ -78,12 +96,20 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
 {
     if (!spec->name || !spec->template_dir || !spec->usr_dir || !spec->stage_dir)
         return err_set(err, EINVAL, "sandbox spec: name and layer directories are required");
-    if (!spec->argv || !spec->argv[0] || !spec->argv[0][0])
-        return err_set(err, EINVAL, "sandbox spec: no command");
+    if (!spec->cgroups)
+        return err_set(err, EINVAL, "sandbox spec: no cgroup host");
+    if (!spec->argv) {
+        if (spec->listen_fd < 3 || spec->die_with_parent)
+            return err_set(err, EINVAL, "sandbox spec: a sandbox with no command needs a "
+                                        "listening socket and must outlive its creator");
+    } else if (!spec->argv[0] || !spec->argv[0][0]) {
+        return err_set(err, EINVAL, "sandbox spec: empty command");
+    }
+
     if (!spec->envp)
         return err_set(err, EINVAL, "sandbox spec: no environment");
     /* The child overwrites the argv area (proctitle_set) before it execs the payload. */
-    for (size_t i = 0; spec->argv[i]; i++)
+    for (size_t i = 0; spec->argv && spec->argv[i]; i++)
         if (proctitle_contains(spec->argv[i]))
             return err_set(err, EINVAL,
                            "sandbox spec: argv[%zu] lives in the process's own "
@@ -108,6 +134,8 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
         if (spec->files[i].host_fd < 3)
             return err_set(err, EBADF, "sandbox spec: file source fd %d is one of stdio's",
                            spec->files[i].host_fd);
+    if (spec->writable_root && (!spec->layer_dir || !spec->layer_dir[0]))
+        return err_set(err, EINVAL, "sandbox spec: a writable root needs a disk layer");
     if (spec->limits.disk_bytes == 0)
         return err_set(err, EINVAL, "sandbox spec: the writable layer needs a size");
     /* Sizes the kernel would round past 2^64: tmpfs turns size=16E into 0 pages, which it
@@ -136,12 +164,13 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
 }
 
 /* The keeper outlives a supervisor killed with SIGKILL and removes the cgroup it left behind;
- * holding keep_fd (the uid range lock) until then keeps the range from being reused early. */
-static int keeper_start(struct jail *jail, const char *cgroup_name, int keep_fd, err_t *err)
+ * holding keep_fd (the uid range lock) until then keeps the range from being reused early. A
+ * socket rather than a pipe: telling a keeper that died must not raise SIGPIPE (MSG_NOSIGNAL). */
+static int keeper_start(struct jail *jail, const struct jail_spec *spec, err_t *err)
 {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return err_set(err, errno, "keeper pipe");
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
+        return err_set(err, errno, "keeper socketpair");
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -149,8 +178,13 @@ static int keeper_start(struct jail *jail, const char *cgroup_name, int keep_fd,
         return err_set(err, errno, "fork keeper");
     }
     if (pid == 0) {
-        int keep[2] = {fds[0], keep_fd};
-        fd_close_all_except(keep, 2);
+        /* The cgroup host's hierarchy fds are kept: the removal goes through them. */
+        int keep[2 + CGROUP_HOST_MAX_FDS];
+        size_t n = 0;
+        keep[n++] = fds[0];
+        keep[n++] = spec->keep_fd;
+        n += cgroup_host_fds(spec->cgroups, keep + n, CGROUP_HOST_MAX_FDS);
+        fd_close_all_except(keep, n);
         /* Out of the supervisor's session and deaf to its signals: Ctrl-C or a group kill
          * aimed at the supervisor must not take the keeper before it has cleaned up. */
         setsid();
@@ -159,13 +193,13 @@ static int keeper_start(struct jail *jail, const char *cgroup_name, int keep_fd,
         signal(SIGHUP, SIG_IGN);
         signal(SIGPIPE, SIG_IGN);
         char byte;
-        ssize_t n;
+        ssize_t n_read;
         do {
-            n = read(fds[0], &byte, 1);
-        } while (n < 0 && errno == EINTR);
-        if (n != 1) {
+            n_read = read(fds[0], &byte, 1);
+        } while (n_read < 0 && errno == EINTR);
+        if (n_read != 1) {
             err_t ignored;
-            cgroup_remove_by_name(cgroup_name, &ignored);
+            cgroup_remove_by_name(spec->cgroups, spec->name, &ignored);
         }
         _exit(0);
     }
@@ -173,29 +207,6 @@ static int keeper_start(struct jail *jail, const char *cgroup_name, int keep_fd,
     jail->keeper_pid = pid;
     jail->keeper_fd = fds[1];
     return 0;
-}
-
-/* Tells the keeper that everything is gone (a byte) or that it must clean up (EOF). It exits
- * either way; jail_reap collects it. */
-static void keeper_release(struct jail *jail, bool cleaned_up)
-{
-    if (jail->keeper_fd < 0)
-        return;
-    if (cleaned_up) {
-        char byte = 'd';
-        (void)!write(jail->keeper_fd, &byte, 1);
-    }
-    close(jail->keeper_fd);
-    jail->keeper_fd = -1;
-}
-
-void jail_reap(struct jail *jail)
-{
-    if (jail->keeper_pid > 0) {
-        while (waitpid(jail->keeper_pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-        jail->keeper_pid = 0;
-    }
 }
 
 /* The user namespace belongs to the effective uid that creates it, and the kernel charges every
@@ -236,7 +247,8 @@ static void owner_leave(const struct owner_switch *sw)
         prctl(PR_SET_DUMPABLE, sw->dumpable, 0, 0, 0);
 }
 
-static pid_t clone_into_namespaces(struct jail *jail, uid_t owner, int *pidfd)
+/* The child's exit signal is SIGCHLD, whatever clone3 says: exec resets it. */
+static pid_t clone_into_namespaces(struct jail *jail, uid_t owner, int *pidfd, err_t *err)
 {
     struct clone_args args;
     memset(&args, 0, sizeof args);
@@ -244,20 +256,26 @@ static pid_t clone_into_namespaces(struct jail *jail, uid_t owner, int *pidfd)
                  CLONE_NEWUTS | CLONE_PIDFD;
     args.pidfd = (uint64_t)(uintptr_t)pidfd;
     args.exit_signal = SIGCHLD;
-    int cgfd = cgroup_clone_into_fd(jail->cgroup);
-    if (cgfd >= 0) {
+    cleanup_fd int cgfd = -1;
+    struct cgroup *into = jail->init_cgroup ? jail->init_cgroup : jail->cgroup;
+    if (cgroup_mode_of(into) != CGROUP_MODE_V1) {
+        cgfd = cgroup_open_dir_fd(into, err);
+        if (cgfd < 0)
+            return -1;
         /* Born inside its cgroup: charged and countable from its first instruction. */
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = (uint64_t)cgfd;
     }
     struct owner_switch sw;
     if (owner_enter(owner, &sw) < 0)
-        return -1;
+        return err_set(err, errno, "become the namespace's owner");
     pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
     if (pid != 0) {
         int saved = errno;
         owner_leave(&sw);
         errno = saved;
+        if (pid < 0)
+            err_set(err, errno, "clone3 into new namespaces");
     }
     return pid;
 }
@@ -266,11 +284,12 @@ static pid_t clone_into_namespaces(struct jail *jail, uid_t owner, int *pidfd)
  * it their `tasks` files: it joins them itself before it forks anything untrusted. */
 static int send_cgroups(struct jail *jail, const struct cgroup_limits *limits, err_t *err)
 {
-    if (cgroup_create_finish(jail->cgroup, limits, err) < 0)
+    if (!jail->init_cgroup && cgroup_create_finish(jail->cgroup, limits, err) < 0)
         return -1;
     int fds[CONTROL_MAX_FDS];
     size_t n = 0;
-    if (cgroup_self_attach_open(jail->cgroup, fds, CONTROL_MAX_FDS, &n, err) < 0)
+    struct cgroup *into = jail->init_cgroup ? jail->init_cgroup : jail->cgroup;
+    if (cgroup_self_attach_open(into, fds, CONTROL_MAX_FDS, &n, err) < 0)
         return -1;
     struct control_msg msg = {.type = CONTROL_CGROUPS, .code = (int32_t)n};
     int rc = control_send_fds(jail->control_fd, &msg, fds, n);
@@ -280,19 +299,30 @@ static int send_cgroups(struct jail *jail, const struct cgroup_limits *limits, e
     return rc < 0 ? err_set(err, saved, "send cgroups to sandbox init") : 0;
 }
 
-/* Waits for init's READY. Returns 0, or -1 with err filled from the child's own report. */
-static int wait_ready(struct jail *jail, err_t *err)
+static void jail_init_empty(struct jail *jail, const char *name)
 {
-    struct pollfd pfd = {.fd = jail->control_fd, .events = POLLIN};
-    int rc;
-    do {
-        rc = poll(&pfd, 1, SETUP_TIMEOUT_MS);
-    } while (rc < 0 && errno == EINTR);
-    if (rc == 0)
-        return err_set(err, ETIMEDOUT, "sandbox setup took over %d ms", SETUP_TIMEOUT_MS);
+    memset(jail, 0, sizeof *jail);
+    snprintf(jail->name, sizeof jail->name, "%s", name);
+    jail->pidfd = jail->control_fd = jail->output_dirfd = jail->keeper_fd = -1;
+    jail->init_cgroup = NULL;
+}
+
+int jail_start_complete(struct jail *jail, err_t *err)
+{
+    if (jail->ready)
+        return 0;
     struct control_msg msg;
     int fd = -1;
-    rc = control_recv(jail->control_fd, &msg, &fd);
+    int rc = control_recv(jail->control_fd, &msg, &fd);
+    /* A child that failed and exited with our cgroup message unread resets the connection, and
+     * the kernel reports that ahead of the child's own report, still queued: read that. */
+    if (rc < 0 && errno == ECONNRESET)
+        rc = control_recv(jail->control_fd, &msg, &fd);
+    if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (jail_now_ns() < jail->setup_deadline_ns)
+            return 1;
+        return err_set(err, ETIMEDOUT, "sandbox setup took over %d ms", JAIL_SETUP_TIMEOUT_MS);
+    }
     if (rc < 0)
         return err_set(err, errno, "sandbox setup: control channel");
     if (rc == 0)
@@ -311,91 +341,119 @@ static int wait_ready(struct jail *jail, err_t *err)
     }
     jail->output_dirfd = fd;
     jail->start_ns = jail_now_ns();
+    jail->ready = true;
     return 0;
 }
 
-static void jail_init_empty(struct jail *jail, const char *name)
+/* The control socket's end for the child; ours is non-blocking (the caller's loop waits). */
+static int control_pair(struct jail *jail, int *child_end, err_t *err)
 {
-    memset(jail, 0, sizeof *jail);
-    snprintf(jail->name, sizeof jail->name, "%s", name);
-    jail->pidfd = jail->control_fd = jail->output_dirfd = jail->keeper_fd = -1;
-}
-
-int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
-{
-    jail_init_empty(out, spec->name ? spec->name : "");
-    if (validate_spec(spec, err) < 0)
-        return -1;
-    const struct seccomp_program *prog = seccomp_for(spec->seccomp, err);
-    if (!prog)
-        return -1;
-    struct cgroup_limits cg_limits = {.memory_bytes = spec->limits.memory_bytes,
-                                      .pids = spec->limits.pids};
-    /* The keeper first: from the first mkdir on, a SIGKILLed supervisor leaves nothing. */
-    if (spec->die_with_parent && keeper_start(out, spec->name, spec->keep_fd, err) < 0)
-        return -1;
-    /* Only what clone3 needs now; the v1 groups are made while the child builds its root. */
-    if (cgroup_create_for_clone(spec->name, &cg_limits, &out->cgroup, err) < 0)
-        goto fail;
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-        err_set(err, errno, "control socketpair");
-        goto fail;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return err_set(err, errno, "control socketpair");
+    jail->control_fd = sv[0];
+    if (fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
+        close(sv[1]);
+        return err_set(err, errno, "control socket");
     }
-    out->control_fd = sv[0];
     /* The child's end must not be one of 0-2, which become the sandbox's stdio there. */
     if (sv[1] < 3) {
         int moved = fcntl(sv[1], F_DUPFD_CLOEXEC, 3);
         close(sv[1]);
-        if (moved < 0) {
-            err_set(err, errno, "control socket");
-            goto fail;
-        }
+        if (moved < 0)
+            return err_set(err, errno, "control socket");
         sv[1] = moved;
     }
-    pid_t pid = clone_into_namespaces(out, spec->host_uid_base + JAIL_UID_MAPPED, &out->pidfd);
-    if (pid < 0) {
-        err_set(err, errno, "clone3 into new namespaces");
-        close(sv[1]);
-        goto fail;
-    }
-    if (pid == 0) {
-        close(sv[0]);
-        if (out->keeper_fd >= 0)
-            close(out->keeper_fd); /* or the keeper would never see the supervisor die */
-        jail_child_main(spec, sv[1], prog);
-    }
-    close(sv[1]);
-    out->pid = pid;
-    if (userns_write_maps(pid, spec->host_uid_base, JAIL_UID_MAPPED, err) < 0)
-        goto fail;
+    *child_end = sv[1];
+    return 0;
+}
+
+/* After the clone: maps, limits only we can set, go, the v1 groups. */
+static int start_child(const struct jail_spec *spec, struct jail *jail,
+                       const struct cgroup_limits *cg_limits, err_t *err)
+{
+    if (userns_write_maps(jail->pid, spec->host_uid_base, JAIL_UID_MAPPED, err) < 0)
+        return -1;
     /* Above our own hard limit only we can raise it (validate_spec checked that we may); the
      * child sets anything below it itself. */
     if (nofile_needs_raise(spec)) {
         struct rlimit rl = {.rlim_cur = spec->limits.nofile, .rlim_max = spec->limits.nofile};
-        if (prlimit(pid, RLIMIT_NOFILE, &rl, NULL) < 0) {
-            err_set(err, errno, "open-file limit %llu (at most fs.nr_open)",
-                    (unsigned long long)spec->limits.nofile);
-            goto fail;
-        }
+        if (prlimit(jail->pid, RLIMIT_NOFILE, &rl, NULL) < 0)
+            return err_set(err, errno, "open-file limit %llu (at most fs.nr_open)",
+                           (unsigned long long)spec->limits.nofile);
     }
-    if (control_send_simple(out->control_fd, CONTROL_GO, 0, 0, NULL) < 0) {
-        err_set(err, errno, "send go to sandbox init");
-        goto fail;
-    }
-    /* While the child does its first steps; it receives them when it builds its root. */
-    if (spec->writable_root && writable_root_send(out->control_fd, pid, spec, err) < 0)
-        goto fail;
-    if (send_cgroups(out, &cg_limits, err) < 0) {
-        /* The child may have failed first (a missing bind source) and closed its end: its own
-         * report, already queued on the channel, says why better than our EPIPE. */
+    if (control_send_simple(jail->control_fd, CONTROL_GO, 0, 0, NULL) < 0)
+        return err_set(err, errno, "send go to sandbox init");
+    /* The layers go while the child does its first steps (it takes them when it builds its
+     * root, before it joins the cgroups), and before the cgroups, which it reads next. */
+    if ((spec->writable_root && writable_root_send(jail->control_fd, jail->pid, spec, err) < 0) ||
+        send_cgroups(jail, cg_limits, err) < 0) {
+        /* The child may have failed first (a missing bind source, a link planted at a writable
+         * root's mount point) and closed its end: its own report, already queued on the
+         * channel, says why better than our EPIPE. */
         err_t child_err = {0};
         if ((err->errnum == EPIPE || err->errnum == ECONNRESET) &&
-            wait_ready(out, &child_err) < 0 && child_err.errnum != EPIPE)
+            jail_start_complete(jail, &child_err) < 0 && child_err.errnum != EPIPE)
             *err = child_err;
+        return -1;
+    }
+    return 0;
+}
+
+/* One-shot: hutch/NAME alone, the whole sandbox one OOM group, and only what clone3 needs now
+ * (the v1 groups are made while the child builds its root). Agent sandboxes: hutch/NAME holds
+ * the limits and hands its controllers down to hutch/NAME/init (init and its spawner) and to one
+ * group per command; the sandbox's root may clone into them (cgroup_delegate_procs). */
+static int make_cgroups(const struct jail_spec *spec, struct jail *out,
+                        const struct cgroup_limits *limits, err_t *err)
+{
+    if (spec->argv)
+        return cgroup_create_for_clone(spec->cgroups, spec->name, limits, CGROUP_OOM_GROUP,
+                                       &out->cgroup, err);
+    uid_t root = spec->host_uid_base;
+    if (cgroup_create(spec->cgroups, NULL, spec->name, limits, CGROUP_NESTED, &out->cgroup, err) <
+            0 ||
+        cgroup_create(spec->cgroups, out->cgroup, "init", NULL, 0, &out->init_cgroup, err) < 0 ||
+        cgroup_delegate_procs(out->cgroup, root, root, err) < 0 ||
+        cgroup_delegate_procs(out->init_cgroup, root, root, err) < 0)
+        return -1;
+    return 0;
+}
+
+int jail_start_begin(const struct jail_spec *spec, struct jail *out, err_t *err)
+{
+    jail_init_empty(out, spec->name ? spec->name : "");
+    out->host_uid_base = spec->host_uid_base;
+    out->setup_deadline_ns = jail_now_ns() + JAIL_SETUP_TIMEOUT_MS * 1000000ull;
+    if (validate_spec(spec, err) < 0)
+        return -1;
+    /* Init loads the program itself; an unknown profile is refused here, before anything. */
+    if (!seccomp_for(spec->seccomp, err))
+        return -1;
+    if (jail_init_exec_fd() < 0)
+        return err_set(err, errno, "open /proc/self/exe (to exec hutch init in the sandbox)");
+    struct cgroup_limits cg_limits = {.memory_bytes = spec->limits.memory_bytes,
+                                      .pids = spec->limits.pids};
+    /* The keeper first: from the first mkdir on, a SIGKILLed supervisor leaves nothing. */
+    if (spec->die_with_parent && keeper_start(out, spec, err) < 0)
+        return -1;
+    int child_end = -1;
+    if (make_cgroups(spec, out, &cg_limits, err) < 0 || control_pair(out, &child_end, err) < 0)
+        goto fail;
+    pid_t pid = clone_into_namespaces(out, spec->host_uid_base + JAIL_UID_MAPPED, &out->pidfd, err);
+    if (pid < 0) {
+        close(child_end);
         goto fail;
     }
-    if (wait_ready(out, err) < 0)
+    if (pid == 0) {
+        close(out->control_fd);
+        if (out->keeper_fd >= 0)
+            close(out->keeper_fd); /* or the keeper would never see the supervisor die */
+        jail_child_main(spec, child_end);
+    }
+    close(child_end);
+    out->pid = pid;
+    if (start_child(spec, out, &cg_limits, err) < 0)
         goto fail;
     return 0;
 fail:;
@@ -405,33 +463,24 @@ fail:;
     return -1;
 }
 
-int jail_destroy(struct jail *jail, err_t *err)
+int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
 {
-    int rc = 0;
-    if (jail->pid > 0) {
-        if (jail->pidfd >= 0)
-            syscall(SYS_pidfd_send_signal, jail->pidfd, SIGKILL, NULL, 0);
-        int status = 0;
-        while (waitpid(jail->pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        jail->pid = 0;
-        /* Init's own filter is an allow-list: a call it lacks kills init, and the sandbox with
-         * it. Never the program's fault, so never silent. */
-        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
-            rc = err_set(err, 0, "sandbox init was killed by its seccomp filter (SIGSYS)");
+    if (jail_start_begin(spec, out, err) < 0)
+        return -1;
+    int rc;
+    while ((rc = jail_start_complete(out, err)) == 1) {
+        /* The deadline is absolute: a signal that interrupts the poll does not restart it. */
+        uint64_t now = jail_now_ns();
+        int left_ms = out->setup_deadline_ns > now
+                          ? (int)((out->setup_deadline_ns - now) / 1000000u) + 1
+                          : 0;
+        struct pollfd pfd = {.fd = out->control_fd, .events = POLLIN};
+        poll(&pfd, 1, left_ms);
     }
-    bool removed = true;
-    if (jail->cgroup) {
-        removed = cgroup_destroy(jail->cgroup, rc < 0 ? &(err_t){0} : err) == 0;
-        rc = removed ? rc : -1;
-        jail->cgroup = NULL;
-    }
-    keeper_release(jail, removed);
-    int *fds[] = {&jail->pidfd, &jail->control_fd, &jail->output_dirfd};
-    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
-        if (*fds[i] >= 0)
-            close(*fds[i]);
-        *fds[i] = -1;
-    }
-    return rc;
+    if (rc == 0)
+        return 0;
+    err_t ignored;
+    jail_destroy(out, &ignored);
+    jail_reap(out);
+    return -1;
 }

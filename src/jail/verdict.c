@@ -1,8 +1,23 @@
-#include "cli/verdict.h"
+#include "jail/verdict.h"
 
 #include <signal.h>
 
-enum verdict verdict_decide(const struct run_facts *f)
+void verdict_account(struct verdict_facts *f, const struct cgroup_stats *start,
+                     const struct cgroup_stats *end, struct verdict_usage *usage)
+{
+    usage->cpu_ns = end->cpu_usage_ns > start->cpu_usage_ns
+                        ? end->cpu_usage_ns - start->cpu_usage_ns
+                        : 0;
+    usage->memory_peak_bytes = end->memory_peak_bytes;
+    usage->oom_kills = end->oom_kills > start->oom_kills ? end->oom_kills - start->oom_kills : 0;
+    f->oom_kills = usage->oom_kills;
+    if (f->init_ended && !f->killed && !f->payload_ended && f->oom_kills) {
+        f->payload_ended = true;
+        f->signal = SIGKILL;
+    }
+}
+
+enum verdict verdict_decide(const struct verdict_facts *f)
 {
     if (f->internal_error)
         return VERDICT_XX;

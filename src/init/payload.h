@@ -1,0 +1,22 @@
+/* The payload's last steps before its execve, in the process init forked for it. */
+#pragma once
+#include <stdbool.h>
+
+#include "jail/seccomp.h"
+
+struct init_payload {
+    char **argv; /* argv[0] is looked up in the payload's own PATH */
+    char **envp;
+    const char *cwd; /* NULL = the user's home (root's for a root payload) */
+    bool as_root;
+    bool die_with_parent;
+    /* The sandbox has a writable root (jail_spec.writable_root): a root program keeps
+     * JAIL_WRITABLE_ROOT_CAPS, and Landlock allows writes beneath "/" (the root is the
+     * sandbox's own). A property of the sandbox, never of one request. */
+    bool writable_root;
+};
+
+/* cwd, drops, Landlock, seccomp, execve. stdio is already 0-2. Reports an exec failure over ctl
+ * and exits 127; any other failure dies over ctl as a setup error. Never returns. */
+_Noreturn void payload_exec(const struct init_payload *p, int ctl,
+                            const struct seccomp_program *prog);

@@ -1,0 +1,100 @@
+/* The spawner: forked by init before init loads its own seccomp filter, the one process in a
+ * sandbox that can still exec. It does one thing, for init only: receive a SPAWN (as the host
+ * sent it, with the command's cgroup fds), start the command (command.c) and answer with its pid
+ * and the host's ends of its pipes or pty. It reaches nothing but its socket to init, holds no
+ * fd of anyone else's, and runs no code of the sandbox's: commands are its children only until
+ * clone3 returns (CLONE_PARENT makes init their parent). */
+#include "init/spawner.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "init/command.h"
+#include "proto/proto.h"
+
+static void reply_error(int sock, uint32_t id, const err_t *err)
+{
+    uint8_t buf[1200];
+    size_t len = proto_encode_error(buf, sizeof buf, id, err->errnum, err->msg);
+    if (len)
+        proto_send(sock, buf, len, NULL, 0);
+}
+
+static void reply_spawned(int sock, uint32_t id, pid_t pid, const struct command_fds *fds)
+{
+    const int ends[4] = {fds->stdout_r, fds->stderr_r, fds->stdin_w, fds->pty_master};
+    int pass[4];
+    size_t n;
+    uint8_t buf[128];
+    size_t len = proto_encode_spawn_reply(buf, sizeof buf, id, id, (uint32_t)pid, ends, pass, &n);
+    if (len)
+        proto_send(sock, buf, len, pass, n);
+}
+
+static void serve_one(int sock, const uint8_t *buf, size_t len, int *fds, size_t n_fds,
+                      const struct seccomp_program *prog)
+{
+    struct proto_msg m;
+    struct proto_spawn s;
+    err_t err;
+    if (proto_parse(buf, len, &m, &err) < 0 || m.type != PROTO_SPAWN ||
+        proto_decode_spawn(&m, &s, &err) < 0) {
+        if (err.errnum == 0)
+            err_set(&err, EBADMSG, "spawner: not a spawn");
+        reply_error(sock, len >= PROTO_HEADER_SIZE ? m.request_id : 0, &err);
+        return;
+    }
+    struct command_spec spec = {.argv = s.argv,
+                                .envp = s.envp,
+                                .cwd = s.cwd,
+                                .as_root = s.as_root,
+                                .stdin_pipe = s.stdin_pipe,
+                                .pty = s.pty,
+                                .rows = s.rows,
+                                .cols = s.cols,
+                                .cgroup_fd = s.has_cgroup_fd ? fds[0] : -1};
+    for (unsigned i = 0; i < s.n_v1_fds; i++)
+        spec.v1_fds[spec.n_v1_fds++] = fds[(s.has_cgroup_fd ? 1 : 0) + i];
+    pid_t pid;
+    struct command_fds out;
+    if (command_spawn(&spec, prog, &pid, &out, &err) < 0)
+        reply_error(sock, m.request_id, &err);
+    else {
+        reply_spawned(sock, m.request_id, pid, &out);
+        command_fds_close(&out); /* init has its own copies now */
+    }
+    proto_spawn_free(&s);
+}
+
+void spawner_main(int sock, const struct seccomp_program *prog)
+{
+    /* Blocking: the spawner has nothing else to do. */
+    for (;;) {
+        uint8_t probe[1];
+        ssize_t size;
+        do {
+            size = recv(sock, probe, sizeof probe, MSG_PEEK | MSG_TRUNC);
+        } while (size < 0 && errno == EINTR);
+        if (size <= 0)
+            _exit(0); /* init is gone, or closed us */
+        if ((size_t)size > PROTO_MAX_TO_INIT)
+            _exit(1); /* init never sends that */
+        uint8_t *buf = malloc((size_t)size);
+        if (!buf)
+            _exit(1);
+        int fds[PROTO_MAX_FDS];
+        size_t n_fds;
+        /* The message is there (the peek saw it): this does not wait. */
+        ssize_t n = proto_recv(sock, buf, (size_t)size, fds, PROTO_MAX_FDS, &n_fds);
+        if (n > 0)
+            serve_one(sock, buf, (size_t)n, fds, n_fds, prog);
+        for (size_t i = 0; i < n_fds; i++)
+            close(fds[i]);
+        free(buf);
+        if (n == 0)
+            _exit(0);
+    }
+}
