@@ -135,7 +135,7 @@ void init_main(int argc, char **argv, char **envp)
         struct seccomp_program prog;
         if (seccomp_builtin(o.seccomp, &prog) < 0)
             control_die(o.ctl, EINVAL, "seccomp profile %d", (int)o.seccomp);
-        agent_main(o.ctl, o.listen_fd, o.hold_fd, &prog);
+        agent_main(o.ctl, o.listen_fd, o.hold_fd, &prog, o.payload.writable_root);
     }
     /* The exec may have cleared the death signal (it does when credentials change); set again,
      * then look whether the parent is already gone: its end of the channel is closed then. */

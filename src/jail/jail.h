@@ -51,7 +51,7 @@
 #define JAIL_MSGQUEUE_BYTES            819200u    /* POSIX message queues: the kernel's default */
 #define JAIL_MEMLOCK_BYTES             (8u << 20) /* locked memory: the kernel's default */
 
-/* What a payload run as root keeps in a writable root (jail_spec.writable_root), as
+/* What a payload or command run as root keeps in a writable root (jail_spec.writable_root), as
  * capabilities of the sandbox's own user namespace: dpkg -i of a package whose files belong to other users
  * and groups, or carry set-id bits, sets their owner (CHOWN), their times and modes once they
  * are no longer root's (FOWNER), keeps a set-gid bit on a file whose group root is not in
@@ -127,8 +127,8 @@ struct jail_spec {
     /* A root filesystem that sandbox root can change, /usr and /etc included (persistent
      * sandboxes; writable_root.h): overlays of template_dir, usr_dir and dpkg_dir, each seen
      * through the sandbox's id map, over the disk layer in layer_dir (disk_layer.h), which is
-     * capped at its own size (limits.disk_bytes is not used then). A payload run as root keeps
-     * JAIL_WRITABLE_ROOT_CAPS. */
+     * capped at its own size (limits.disk_bytes is not used then). A payload run as root, or
+     * in an agent sandbox every command run as root, keeps JAIL_WRITABLE_ROOT_CAPS. */
     bool writable_root;
     const char *layer_dir; /* holds the disk layer (disk_layer_create) */
     const char *dpkg_dir;  /* lower of /var/lib/dpkg (the host's, with usr_dir = "/usr"), or NULL */
