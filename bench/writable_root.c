@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jail/control.h"
 #include "jail/disk_layer.h"
 #include "jail/idmap.h"
 
@@ -66,41 +67,11 @@ static void report(const char *name, uint64_t *v, int n)
            (unsigned long long)v[0], n);
 }
 
-static int send_fds(int sock, const int *fds, int n)
+/* The layers travel as the core sends them (writable_root.c): one CONTROL_LAYERS message. */
+static int send_layers(int sock, const int *fds, size_t n)
 {
-    char buf[CMSG_SPACE(sizeof(int) * 4)];
-    memset(buf, 0, sizeof buf);
-    char byte = 'f';
-    struct iovec iov = {&byte, 1};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (n > 0) {
-        mh.msg_control = buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
-    }
-    return sendmsg(sock, &mh, 0) < 0 ? -1 : 0;
-}
-
-static int recv_fds(int sock, int *fds, int max)
-{
-    char buf[CMSG_SPACE(sizeof(int) * 4)];
-    char byte;
-    struct iovec iov = {&byte, 1};
-    struct msghdr mh = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof buf};
-    if (recvmsg(sock, &mh, 0) <= 0)
-        return -1;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    if (!c)
-        return 0;
-    int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    n = n > max ? max : n;
-    memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)n);
-    return n;
+    struct control_msg msg = {.type = CONTROL_LAYERS, .code = (int32_t)n};
+    return control_send_fds(sock, &msg, fds, n);
 }
 
 static const char *const names[] = {"disk", "lower", "usr", "dpkg"};
@@ -129,10 +100,13 @@ static _Noreturn void child(int sock, const char *stage, bool self_attach)
     if (write(sock, "s", 1) != 1)
         _exit(1);
     int fds[4];
-    int n = recv_fds(sock, fds, 4);
+    struct control_msg msg;
+    size_t n;
+    if (control_recv_fds(sock, &msg, fds, 4, &n) != 1)
+        die("receive the layers");
     struct child_times t;
     uint64_t t0 = now_us();
-    for (int i = 0; self_attach && i < n; i++)
+    for (size_t i = 0; self_attach && i < n; i++)
         if (syscall(SYS_move_mount, fds[i], "", AT_FDCWD, names[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
             die("move_mount");
     t.attach = now_us() - t0;
@@ -193,7 +167,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < 2 * rounds; r++) {
         bool self_attach = r % 2 == 0; /* interleaved: the child attaches, or a setns helper */
         int sv[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
             die("socketpair");
         pid_t pid = fork();
         if (pid < 0)
@@ -231,7 +205,7 @@ int main(int argc, char **argv)
         uint64_t t2 = now_us();
         close(userns);
         if (self_attach) {
-            if (send_fds(sv[0], fds, 4) < 0)
+            if (send_layers(sv[0], fds, 4) < 0)
                 die("send");
         } else {
             uint64_t a = now_us();
@@ -255,7 +229,7 @@ int main(int argc, char **argv)
                 die("setns helper");
             }
             setns_[r / 2] = now_us() - a;
-            if (send_fds(sv[0], fds, 0) < 0)
+            if (send_layers(sv[0], fds, 0) < 0)
                 die("send");
         }
         for (int i = 0; i < 4; i++)

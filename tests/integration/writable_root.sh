@@ -166,13 +166,18 @@ like "$out" "Read-only file system" "and /usr is read-only"
 like "$out" "/etc/x': Permission denied" "and the template's /etc cannot be written"
 
 # --- one sandbox at a time -----------------------------------------------------------------------
-"$HUTCH" run --writable-root wrA --timeout 30 -- sh -c 'touch /tmp/holding; sleep 30' >/dev/null 2>&1 &
-holder=$!
-bg_pids+=("$holder")
-for _ in $(seq 100); do
-    "$HUTCH" layer info wrA >/dev/null 2>&1 || break
-    sleep 0.05
-done
+# hold_layer NAME: a hutch run in the background that holds the layer NAME (its pid in $holder),
+# once the layer is in use.
+hold_layer() {
+    "$HUTCH" run --writable-root "$1" --timeout 30 -- sleep 30 >/dev/null 2>&1 &
+    holder=$!
+    bg_pids+=("$holder")
+    for _ in $(seq 100); do
+        "$HUTCH" layer info "$1" >/dev/null 2>&1 || break
+        sleep 0.05
+    done
+}
+hold_layer wrA
 json=$(wrun wrA --json -- true)
 is "$(jfield "$json" status)" "XX" "a second sandbox on a layer in use is refused (XX)"
 like "$(jfield "$json" message)" "in use by another sandbox" "and says the layer is in use"
@@ -184,13 +189,7 @@ check "once its sandbox is gone, the layer is free again" "$HUTCH" layer info wr
 check "and no loop device is left" no_loop wrA
 # The same when the supervisor is killed outright: the sandbox dies with it, and the layer's
 # mount lived only in the sandbox's namespace.
-"$HUTCH" run --writable-root wrA --timeout 30 -- sleep 30 >/dev/null 2>&1 &
-holder=$!
-bg_pids+=("$holder")
-for _ in $(seq 100); do
-    "$HUTCH" layer info wrA >/dev/null 2>&1 || break
-    sleep 0.05
-done
+hold_layer wrA
 kill -9 "$holder"
 wait "$holder" 2>/dev/null
 for _ in $(seq 100); do
