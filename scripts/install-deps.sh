@@ -11,6 +11,7 @@ packages=(
     nftables         # `hutch doctor` checks it; egress rules for sandboxes will use it
     # what sandboxes run, and what the tests drive
     python3 nodejs bash coreutils procps iproute2 util-linux bsdutils
+    jq strace        # the tests: fields of --json output (lib.sh), kill points held in setup
     # baseline for the benchmark
     bubblewrap
     # writable roots (hutch run --writable-root): mke2fs makes each disk layer; the tests
@@ -20,12 +21,10 @@ packages=(
 # npm: Debian's nodejs lacks it (package npm); NodeSource's nodejs bundles it, and conflicts with
 # Debian's npm.
 command -v npm >/dev/null || packages+=(npm)
-# The test guest (tests/guest/, opt-in with HUTCH_GUEST=1): qemu (TCG), Debian's own kernel (its
+# The test guest (tests/guest/), which `make test` boots: qemu (TCG), Debian's own kernel (its
 # vmlinuz and modules are used as files; on Debian 12 that is 6.1), busybox and cpio for its
-# initramfs, mkfs.ext4 for its scratch disk.
-if [ "${HUTCH_GUEST:-0}" = 1 ]; then
-    packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio e2fsprogs)
-fi
+# initramfs, mkfs.ext4 for its scratch disk. Always installed, so that CI always runs it.
+packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio e2fsprogs)
 export DEBIAN_FRONTEND=noninteractive
 missing=()
 for p in "${packages[@]}"; do

@@ -73,6 +73,13 @@ echo "+cpu +io +memory +pids" >$cg/system.slice/cgroup.subtree_control ||
 # scratch disk. World-traversable, since the sandboxes' uids must reach the template layer.
 mkdir -p /tmp/hutch-guest && chmod 755 /tmp/hutch-guest
 export HUTCH_STATE_DIR=/tmp/hutch-guest/state HUTCH_RUN_DIR=/tmp/hutch-guest/run
+# /usr/local writable by root, as on a host: the escape tests plant host files there (a set-uid
+# root program, secrets, a 0777 directory) to show that the sandbox's read-only /usr holds them
+# off. An overlay of the host's /usr/local with its upper layer on the scratch disk; sandboxes
+# see it through their recursive, read-only bind of /usr.
+mkdir -p /tmp/hutch-guest/usr-local/upper /tmp/hutch-guest/usr-local/work
+mount -t overlay -o lowerdir=/usr/local,upperdir=/tmp/hutch-guest/usr-local/upper,workdir=/tmp/hutch-guest/usr-local/work \
+    overlay /usr/local || die "mount a writable overlay on /usr/local"
 say "ready: $(uname -r), cgroup2 controllers: $(<$cg/cgroup.controllers)"
 
 cd "$repo" || die "cd $repo"

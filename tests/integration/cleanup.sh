@@ -11,29 +11,64 @@ use_scratch cleanup
 mkdir -p "$HUTCH_RUN_DIR"
 lockfile=$HUTCH_RUN_DIR/uid-slots.lock
 
-# run_dirs PID: the cgroup directories of hutch PID's runs, in every hierarchy.
+# The checks below run between every two steps, and each program they start costs about 0.1 s
+# in the TCG guest (tests/guest/): they read /proc and the cgroup files with bash's own read and
+# globs, and start a program only where bash has no equivalent (find, pgrep).
+
+# run_dirs PID: the cgroup directories of hutch PID's runs, in every hierarchy; n_dirs PID: how many.
 run_dirs() { run_cgroup_dirs "$1"; }
+n_dirs() {
+    local d=($(run_dirs "$1"))
+    echo "${#d[@]}"
+}
 # alive PIDS...: those that are not zombies (an orphaned init waits a while for the host's pid 1
 # to reap it: a zombie holds nothing).
 alive() {
-    local p
+    local p st out=()
     for p in "$@"; do
-        [ "$(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)" = Z ] || [ ! -e /proc/"$p" ] || echo "$p"
-    done | words
+        st=
+        read -r st </proc/"$p"/stat 2>/dev/null || continue # gone
+        st=${st##*) } # after the command name, which may hold spaces and parentheses
+        [ "${st%% *}" = Z ] || out+=("$p")
+    done
+    echo ${out[@]+"${out[@]}"}
 }
-# run_procs PID: live processes in those cgroups.
+# run_procs PID: live processes in those cgroups (or below them), read from the groups
+# themselves: a process is listed in the cgroup.procs of its group in every hierarchy, so this
+# sees what a scan of every /proc/*/cgroup would, at the cost of the run's own directories.
 run_procs() {
-    alive $(grep -l -- "/hutch/run-$1-" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3 | sort -un)
+    local dirs
+    dirs=$(run_dirs "$1")
+    [ -n "$dirs" ] || return 0
+    local -A seen=()
+    local p
+    while read -r p; do [ -n "$p" ] && seen[$p]=1; done < <(find $dirs -name cgroup.procs -exec cat {} + 2>/dev/null)
+    [ "${#seen[@]}" -gt 0 ] && alive $(printf '%s\n' "${!seen[@]}" | sort -n)
+    return 0
 }
 # lock_holders: processes with our uid-slot lock file open (hutch runs and their keepers).
 lock_holders() {
-    find /proc/[0-9]*/fd -lname "$lockfile" 2>/dev/null | cut -d/ -f3 | sort -un | words
+    local -A seen=()
+    local f
+    while read -r f; do f=${f#/proc/}; seen[${f%%/*}]=1; done < <(find /proc/[0-9]*/fd -lname "$lockfile" 2>/dev/null)
+    [ "${#seen[@]}" -gt 0 ] && echo $(printf '%s\n' "${!seen[@]}" | sort -n)
+    return 0
 }
-# ofd_locks: OFD locks held on our lock file.
+# ofd_locks: OFD locks held on our lock file (/proc/locks names it MAJOR:MINOR:INODE, in hex;
+# the lock file is made once by the first run and never replaced, so its name is looked up once).
+lock_id=
 ofd_locks() {
-    local id
-    id=$(python3 -c 'import os,sys; s=os.stat(sys.argv[1]); print("%02x:%02x:%d" % (os.major(s.st_dev), os.minor(s.st_dev), s.st_ino))' "$lockfile" 2>/dev/null) || { echo 0; return; }
-    awk -v id="$id" '$2 == "OFDLCK" && $0 ~ " " id " " {n++} END {print n + 0}' /proc/locks
+    if [ -z "$lock_id" ]; then
+        local major minor ino
+        read -r major minor ino < <(stat -c '%Hd %Ld %i' "$lockfile" 2>/dev/null)
+        [ -n "$ino" ] || { echo 0; return; }
+        lock_id=$(printf '%02x:%02x:%d' "$major" "$minor" "$ino")
+    fi
+    local n=0 _ kind id
+    while read -r _ kind _ _ _ id _; do
+        [ "$kind" = OFDLCK ] && [ "$id" = "$lock_id" ] && n=$((n + 1))
+    done </proc/locks
+    echo "$n"
 }
 # slot_free SLOT: 0 if byte SLOT of the lock file can be locked now (then released at once).
 slot_free() {
@@ -55,7 +90,11 @@ procs_with() { alive $(pgrep -f -- "$1"); }
 sleeping() { alive $(pgrep -f -- "^sleep $1\$"); }
 is_sleeping() { [ -n "$(sleeping "$1")" ]; }
 words() { echo $(cat); }
-host_mounts() { wc -l </proc/self/mountinfo; }
+host_mounts() {
+    local n=0 _
+    while read -r _; do n=$((n + 1)); done </proc/self/mountinfo
+    echo "$n"
+}
 # wait_until CMD...: polls CMD for up to 5 s.
 wait_until() {
     local i
@@ -65,23 +104,26 @@ wait_until() {
 # uniq_sleep: a sleep argument no other process on the host has (GNU sleep takes fractions).
 uniq_sleep() { echo "30.$$$RANDOM$RANDOM"; }
 
-# gone PID WHAT [TOKEN...]: within 3 s of hutch PID's end, nothing of its run is left.
+# gone PID WHAT [TOKEN...]: within 3 s of hutch PID's end, nothing of its run is left. The checks
+# report what the last look saw (the one that found everything clear, or the one at 3 s).
 gone() {
     local hp=$1 what=$2; shift 2
-    local t0 tok left
+    local t0 tok dirs procs holders locks left
+    local -A with=()
     t0=$(now_ms)
     while :; do
-        left="$(run_dirs "$hp")$(run_procs "$hp")$(lock_holders)"
-        for tok in "$@"; do left="$left$(procs_with "$tok")"; done
-        [ -z "$left" ] && [ "$(ofd_locks)" = 0 ] && break
+        dirs=$(run_dirs "$hp") procs=$(run_procs "$hp") holders=$(lock_holders) locks=$(ofd_locks)
+        left="$dirs$procs$holders"
+        for tok in "$@"; do with[$tok]=$(procs_with "$tok"); left="$left${with[$tok]}"; done
+        [ -z "$left" ] && [ "$locks" = 0 ] && break
         [ $(($(now_ms) - t0)) -ge 3000 ] && break
         sleep 0.05
     done
     diag "$what: $([ -z "$left" ] && echo "all clear" || echo "NOT clear") $(($(now_ms) - t0)) ms after hutch ended"
-    is "$(run_dirs "$hp")" "" "$what: no run-$hp-* cgroup directory left"
-    is "$(run_procs "$hp")" "" "$what: no process left in its cgroups"
-    is "$(lock_holders)/$(ofd_locks)" "/0" "$what: no keeper or hutch holds the uid lock; no OFD lock left"
-    for tok in "$@"; do is "$(procs_with "$tok")" "" "$what: no 'sleep $tok' left"; done
+    is "$dirs" "" "$what: no run-$hp-* cgroup directory left"
+    is "$procs" "" "$what: no process left in its cgroups"
+    is "$holders/$locks" "/0" "$what: no keeper or hutch holds the uid lock; no OFD lock left"
+    for tok in "$@"; do is "${with[$tok]}" "" "$what: no 'sleep $tok' left"; done
 }
 
 mounts_before=$(host_mounts)
@@ -186,8 +228,12 @@ for delay in 0.01 0.03 0.06; do
     wait $hp 2>/dev/null
     gone $hp "kill -9 after $delay s"
 done
-# kill -9 at the worst moments of setup, held there by strace: while hutch creates the cgroup
-# directories, and while they exist but the sandbox is not yet in all of them.
+# kill -9 at the worst moments of setup, held there by strace: just after hutch made its first
+# cgroup directory, with the cgroup2 group made but not yet cloned into, and with every group
+# made but the sandbox not yet told (on v1 and hybrid: before it joins the v1 groups; pure v2
+# clones it into its one group). strace holds hutch there for up to $hold_s s, and the test kills
+# it as soon as the directories are there: no race with a short window, which a TCG guest lost.
+hold_s=20
 # kill_in_setup WHAT MIN_DIRS STRACE-ARGS...
 kill_in_setup() {
     local what=$1 min=$2; shift 2
@@ -199,18 +245,21 @@ kill_in_setup() {
     # strace forks test children of its own first: hutch is the child running $HUTCH
     local exe c
     exe=$(readlink -f "$HUTCH")
-    for i in $(seq 250); do
+    for i in $(seq 500); do
         for c in $(cat /proc/$sp/task/$sp/children 2>/dev/null); do
             [ "$(readlink /proc/"$c"/exe 2>/dev/null)" = "$exe" ] && hp=$c
         done
         [ -n "$hp" ] && break
         sleep 0.01
     done
-    for i in $(seq 250); do
-        [ "$(run_dirs "$hp" | wc -l)" -ge "$min" ] && break
+    # until the directories are there (hutch is held past that point), at most $hold_s s
+    local t0
+    t0=$(now_ms)
+    while [ "$(n_dirs "$hp")" -lt "$min" ] && [ $(($(now_ms) - t0)) -lt $((hold_s * 1000)) ] &&
+        [ -e /proc/"$hp" ]; do
         sleep 0.02
     done
-    n=$(run_dirs "$hp" | wc -l)
+    n=$(n_dirs "$hp")
     kill -9 "$hp"
     wait "$sp" 2>/dev/null
     if [ "$n" -ge "$min" ]; then ok "$what: hutch held with $n cgroup directories made"
@@ -223,16 +272,21 @@ kill_in_setup() {
     for d in $(run_dirs "$hp"); do rmdir "$d"; done
 }
 if command -v strace >/dev/null; then
+    # -P: only the mkdirs in hutch's own cgroup parents (v1, hybrid and pure v2), so the first
+    # one held is the first run-PID-N directory, whatever hutch made before (its run directory).
     kill_in_setup "kill -9 while creating the cgroups" 1 \
-        -e trace=mkdir,mkdirat -e inject=mkdir,mkdirat:delay_exit=150000
-    # The keeper is forked before the first mkdir; then the cgroup2 group, the clone, and the
-    # v1 groups, made while the child builds its root and handed to it by the second sendmsg.
+        -P /sys/fs/cgroup/hutch -P /sys/fs/cgroup/unified/hutch -P /sys/fs/cgroup/memory/hutch \
+        -P /sys/fs/cgroup/pids/hutch -e trace=mkdir,mkdirat \
+        -e inject=mkdir,mkdirat:delay_exit=${hold_s}s:when=1
+    # The keeper is forked (clone, not clone3) before the first mkdir; then the cgroup2 group,
+    # the clone3, and on v1 and hybrid the v1 groups, made while the child builds its root and
+    # handed to it by the second sendmsg.
     kill_in_setup "kill -9 with the cgroup2 group made, before the clone" 1 \
-        -e trace=clone3 -e inject=clone3:delay_enter=500000:when=1
+        -e trace=clone3 -e inject=clone3:delay_enter=${hold_s}s:when=1
     # pure v2: the one cgroup2 group is all there is
-    kill_in_setup "kill -9 with every cgroup made, before the child joins them" \
+    kill_in_setup "kill -9 with every cgroup made, before the child is told" \
         "$([ "$cgroup_mode" = v2 ] && echo 1 || echo 3)" \
-        -e trace=sendmsg -e inject=sendmsg:delay_enter=500000:when=2
+        -e trace=sendmsg -e inject=sendmsg:delay_enter=${hold_s}s:when=2
 else
     skip "kill -9 during setup" "no strace"
 fi
@@ -316,8 +370,10 @@ else
     is "$left" "" "200 runs: no run-* cgroup directory of theirs left"
     n0=$(wc -l <"$scratch/dirs.0"); n1=$(snap_dirs | wc -l)
     diag "run-* directories on the host (all sessions): $n0 before, $n1 after"
-    leaked=""
-    for p in $(cat "$scratch/pids"); do leaked="$leaked$(run_procs "$p")"; done
+    # one scan of every process's cgroups for all 200 runs at once (their groups are gone, so
+    # run_procs, which reads the groups, would see nothing by construction)
+    leaked=$(alive $(grep -lE -- "/hutch/run-($(paste -sd'|' "$scratch/pids"))-" /proc/[0-9]*/cgroup 2>/dev/null |
+        cut -d/ -f3 | sort -un))
     is "$leaked/$(lock_holders)" "/" "200 runs: no process left in their cgroups, none holding the lock"
     new_procs=$(snap_procs | comm -13 "$scratch/procs.0" -)
     ours_new=""

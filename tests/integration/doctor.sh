@@ -44,6 +44,32 @@ is "$(cgroups_left "$pid")" "" "no doctor-$pid-*/run-$pid-* cgroup is left behin
 is "$(ls -A "$tmp/tmpdir")" "" "no temporary directory is left behind"
 is "$(cat "$tmp/text.err")" "" "nothing on stderr"
 
+# --- Landlock: the kernel's ABI against the one hutch uses, and what is missing below it ---
+# The kernel's ABI, asked here without hutch: landlock_create_ruleset(NULL, 0, VERSION).
+abi=$(python3 -c 'import ctypes, os
+r = ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1)
+print(r if r > 0 else 0)')
+ll=$(grep '^[a-zA-Z ]* landlock: ' "$tmp/text")
+if [ "$abi" -ge 6 ]; then
+    like "$ll" "^ok   landlock: kernel ABI $abi, hutch uses up to ABI 6 \(all of it here\); .*kill\(parent, 0\) -> EPERM" \
+        "landlock: ok, kernel ABI $abi against hutch's 6, signal scoping tried"
+elif [ "$abi" -gt 0 ]; then
+    like "$ll" "^warn landlock: kernel ABI $abi, hutch uses up to ABI 6; landlock_restrict\(\) in a child: mkdir outside the writable places -> EACCES; missing here: " \
+        "landlock: warn, kernel ABI $abi against hutch's 6; the write rule still tried"
+    missing=""
+    for a in 2 3 5 6; do
+        [ "$a" -gt "$abi" ] && missing="$missing $a"
+    done
+    for a in $missing; do
+        like "$ll" "ABI $a \(" "landlock: ABI $a is named as missing, with what stands in for it"
+    done
+    [[ " $missing " == *" 6 "* ]] && like "$ll" "signal and abstract-socket scoping.*init stays out of the payload's reach" \
+        "landlock: without ABI 6 it says what still protects init (escape_proc tests that)"
+    is "$(grep -o 'ABI [0-9] (' <<<"$ll" | grep -c "ABI [1-$abi] (")" 0 "landlock: nothing the kernel has is named as missing"
+else
+    like "$ll" "^warn landlock: no Landlock \(hutch uses up to ABI 6\)" "landlock: no Landlock, warn"
+fi
+
 # --- nftables: tried in a network namespace of the probe's own, never the host's ---
 if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then
     like "$(cat "$tmp/text")" "(^|

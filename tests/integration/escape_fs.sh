@@ -58,7 +58,8 @@ if [ -n "$usrdir" ]; then
     targets+=("usec=$usrdir/secret" "uclosed=$usrdir/closed/open.txt" "uown=$usrdir/uid1000"
         "ugrp=$usrdir/grouproot" "upub=$usrdir/public.txt")
 else
-    diag "/usr/local is not writable here: the checks on host files under /usr are skipped"
+    skip "reading, writing and linking to host files under /usr (planted in /usr/local)" \
+        "/usr/local is not writable here"
 fi
 
 line() { awk -v op="$2" '$1 == op { print; exit }' <<<"$1"; }
@@ -214,6 +215,28 @@ for dest in "/usr/bin/hutch-escape-file-$tag" "/bin/hutch-escape-ln-$tag" ${usrd
     [[ $dest == "$usrdir"/* ]] && desc="--file into a 0777 host directory under /usr does not create a file there on the host"
     if [ -e "$host_path" ]; then not_ok "$desc"; else ok "$desc"; fi
 done
+
+# --- truncation outside the writable places: Landlock refuses it from ABI 3 (Linux 6.2); below
+# that (Debian 12's 6.1 has ABI 2) the read-only mounts and the files' owner (host root, which is
+# nobody inside) still do. O_RDONLY|O_TRUNC is the way past Landlock's write right. -------------
+for who in user root; do
+    flag=()
+    [ "$who" = root ] && flag=(--root)
+    ops=()
+    for f in /etc/passwd /etc/hostname /usr/bin/true /usr/lib/os-release ${usrdir:+"$usrdir/world.txt"}; do
+        ops+=("truncate:$f" "open_trunc:$f")
+    done
+    out=$(hrun "${flag[@]}" "--file=$PROBES/escape:/tmp/escape" -- /bin/sh -c \
+        'echo mine >/tmp/own && exec /tmp/escape truncate:/tmp/own open_trunc:/tmp/own "$@"' _ "${ops[@]}" 2>&1)
+    like "$(line "$out" truncate:/tmp/own)/$(line "$out" open_trunc:/tmp/own)" '^[^ ]+ ok/[^ ]+ ok$' \
+        "$who: control: the probe truncates a file of its own in /tmp both ways"
+    bad=
+    for op in "${ops[@]}"; do
+        [[ $(line "$out" "$op") =~ ^[^\ ]+\ errno=(EACCES|EPERM|EROFS)( |$) ]] || bad="$bad [$(line "$out" "$op")]"
+    done
+    is "${bad:-none}" none "$who: truncate(2) and O_RDONLY|O_TRUNC of /etc, /usr and host files fail (${#ops[@]} tries)"
+done
+[ -z "$usrdir" ] || is "$(cat "$usrdir/world.txt")" world "the host's 0666 file under /usr is not truncated"
 
 # --- --ro-bind: a world-writable host directory (with a tmpfs mounted inside it) bound read-only
 # under /tmp, where Landlock allows writes: only the read-only mount stands in the way ----------

@@ -25,6 +25,7 @@
  *   shmat:ID  msgctl:ID    attach a SysV shared memory segment / stat a message queue by id
  *   isatty:FD  tiocsti:FD:TEXT  tiocsti_high:FD:TEXT  tiocsti_tty:TEXT  (TEXT plus a newline)
  *   setfcap:PATH           give PATH every file capability (security.capability xattr)
+ *   truncate:PATH  open_trunc:PATH   truncate(2) PATH to 0 bytes / open it O_RDONLY|O_TRUNC
  *   fds                    every open fd above 2, and what is reachable through it
  */
 #include <dirent.h>
@@ -657,6 +658,26 @@ static void do_fds(void)
         say_ok("none");
 }
 
+/* ---- truncation: the Landlock right that came with ABI 3 ---------------------------------- */
+
+static void do_truncate(const char *path)
+{
+    report(truncate(path, 0), NULL);
+}
+
+/* O_RDONLY|O_TRUNC truncates without opening for writing (the kernel asks for write permission,
+ * but Landlock before ABI 3 only sees a read). */
+static void do_open_trunc(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) {
+        say_errno(errno, NULL);
+        return;
+    }
+    close(fd);
+    say_ok(NULL);
+}
+
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
 static const char *arg(char **args, int i)
@@ -776,6 +797,10 @@ static int run_op(char *text)
         do_setfcap(arg(args, 0));
     else if (!strcmp(name, "fds"))
         do_fds();
+    else if (!strcmp(name, "truncate"))
+        do_truncate(arg(args, 0));
+    else if (!strcmp(name, "open_trunc"))
+        do_open_trunc(arg(args, 0));
     else {
         fprintf(stderr, "escape: unknown operation \"%s\"\n", op_text);
         return 2;
