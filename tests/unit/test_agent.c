@@ -288,6 +288,12 @@ static void writable_root_checks(const struct jail_spec *base_spec, const char *
     snprintf(layer_b, sizeof layer_b, "%s/wr-b", sandboxes);
     err_t err = {0};
     struct uid_range uids2 = {.lock_fd = -1};
+    /* A host that cannot give any sandbox a writable root is said to be one, not failed: the
+     * test guest has no loop driver, and its /usr (the host's, over 9p) cannot be idmapped. */
+    if (access("/dev/loop-control", F_OK) < 0) {
+        ok(1, "writable root # SKIP no loop devices here (/dev/loop-control: %s)", strerror(errno));
+        return;
+    }
     mkdir(sandboxes, 0700);
     if (disk_layer_create(layer_a, 64ull << 20, &err) < 0 ||
         disk_layer_create(layer_b, 64ull << 20, &err) < 0 ||
@@ -299,8 +305,12 @@ static void writable_root_checks(const struct jail_spec *base_spec, const char *
     snprintf(caps, sizeof caps, "CapEff:\t%016llx\n", (unsigned long long)JAIL_WRITABLE_ROOT_CAPS);
 
     struct jail a, b;
-    int rc = start_writable(&a, base_spec, "agent-wr", layer_a, uids,
-                            "an agent sandbox starts with a writable root", &err);
+    int rc = start_writable(&a, base_spec, "agent-wr", layer_a, uids, NULL, &err);
+    if (rc < 0 && err.errnum == EINVAL && strstr(err.msg, "can its filesystem be idmapped")) {
+        ok(1, "writable root # SKIP %s", err.msg);
+        goto out;
+    }
+    ok(rc == 0, "an agent sandbox starts with a writable root (%s)", rc ? err.msg : "ok");
     if (rc < 0)
         goto out;
     check_sh(&a, true,
