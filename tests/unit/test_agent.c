@@ -138,12 +138,14 @@ static int start(struct jail *jl, const struct jail_command_spec *spec, struct s
     return 0;
 }
 
-/* Everything fd gives until EOF (or EIO from a pty whose other side is gone), bounded. */
-static size_t read_all(int fd, char *buf, size_t size, unsigned ms)
+/* What fd gives until want appears in it (NULL: until EOF, or EIO from a pty whose other side
+ * is gone), bounded. */
+static size_t read_until(int fd, char *buf, size_t size, const char *want, unsigned ms)
 {
     size_t n = 0;
     uint64_t deadline = now_ms() + ms;
-    while (n + 1 < size && now_ms() < deadline) {
+    buf[0] = '\0';
+    while (n + 1 < size && now_ms() < deadline && !(want && strstr(buf, want))) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 100) <= 0)
             continue;
@@ -151,9 +153,14 @@ static size_t read_all(int fd, char *buf, size_t size, unsigned ms)
         if (r <= 0)
             break;
         n += (size_t)r;
+        buf[n] = '\0';
     }
-    buf[n] = '\0';
     return n;
+}
+
+static size_t read_all(int fd, char *buf, size_t size, unsigned ms)
+{
+    return read_until(fd, buf, size, NULL, ms);
 }
 
 static void close_started(struct started *s)
@@ -528,13 +535,15 @@ int main(void)
                                    .cols = 100};
     if (start(&j, &c4, &s, why, sizeof why) == 0) {
         ok(s.pty >= 0 && s.out < 0, "a pty command gets the master only");
-        usleep(300000);
+        /* Resized once the first size is out, not after a fixed sleep: a slow sandbox (the
+         * test guest, under TCG) would print the new size twice. */
+        size_t n = read_until(s.pty, out, sizeof out, "30 100", 10000);
         uint32_t rid = next_request++;
         ok(jail_agent_resize(&j, rid, s.cmd_id, 40, 120, &err) == 0 &&
                wait_reply(&j, rid, 5000) == 0 && msg.type == PROTO_OK,
            "RESIZE is answered");
         (void)!write(s.pty, "\n", 1);
-        read_all(s.pty, out, sizeof out, 3000);
+        read_all(s.pty, out + n, sizeof out - n, 3000);
         ok(strstr(out, "/dev/pts/") && strstr(out, "30 100") && strstr(out, "40 120"),
            "the command sees a pts of its own, 30x100, then 40x120");
         e = wait_exit(&j, s.cmd_id, 5000);
