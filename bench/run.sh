@@ -4,6 +4,8 @@
 #   BENCH_N=200          runs per case
 #   BENCH_WARMUP=5       warm-up rounds (not recorded)
 #   BENCH_PREV_HUTCH=... a previous hutch binary: adds hutch-prev-* cases and hutch/prev ratios
+#   BENCH_WRITABLE_ROOT=1 adds hutch-wrroot-true (hutch run --writable-root) and runs
+#                        bench/writable_root.c, the writable root's cost phase by phase
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -54,9 +56,17 @@ join() { local IFS=$tab; echo "$*"; }
         join hutch-prev-true "$BENCH_PREV_HUTCH" run -- /bin/true
         join hutch-prev-python "$BENCH_PREV_HUTCH" run --lang python --code "$code"
     fi
+    if [ "${BENCH_WRITABLE_ROOT:-0}" = 1 ]; then
+        join hutch-wrroot-true "$hutch" run --writable-root bench -- /bin/true
+    fi
 } >"$out/cases.tsv"
 
 "$out/driver" -n "$runs" -w "$warmup" -o "$out/raw.json" "$out/cases.tsv"
 python3 bench/report.py "$out/raw.json" "$out/results.json" \
     "BENCH_N=$runs BENCH_WARMUP=$warmup make bench"
 echo "raw numbers: $out/results.json"
+if [ "${BENCH_WRITABLE_ROOT:-0}" = 1 ]; then
+    cc $cflags -Wno-format-truncation -Isrc -o "$out/writable_root" bench/writable_root.c \
+        src/jail/idmap.c src/jail/disk_layer.c src/jail/control.c src/util/fds.c src/util/err.c
+    "$out/writable_root" -n "$((runs < 1000 ? runs : 1000))" -d "$tmp"
+fi

@@ -14,7 +14,13 @@ packages=(
     jq strace        # the tests: fields of --json output (lib.sh), kill points held in setup
     # baseline for the benchmark
     bubblewrap
+    # writable roots (hutch run --writable-root): mke2fs makes each disk layer; the tests
+    # install a .deb (dpkg-deb, from dpkg), a wheel (Debian's pip) and an npm tarball inside
+    e2fsprogs python3-pip
 )
+# npm: Debian's nodejs lacks it (package npm); NodeSource's nodejs bundles it, and conflicts with
+# Debian's npm.
+command -v npm >/dev/null || packages+=(npm)
 # The test guest (tests/guest/), which `make test` boots: qemu (TCG), Debian's own kernel (its
 # vmlinuz and modules are used as files; on Debian 12 that is 6.1), busybox and cpio for its
 # initramfs, mkfs.ext4 for its scratch disk. Always installed, so that CI always runs it.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli/doctor.h"
+#include "cli/layer.h"
 #include "cli/run.h"
 #include "init/init.h"
 #include "jail/jail.h"
@@ -18,6 +19,7 @@ static void usage(FILE *out)
                  "commands:\n"
                  "  run      run one program in a fresh, throwaway sandbox (hutch run --help)\n"
                  "  doctor   check what this host supports, feature by feature\n"
+                 "  layer    the disk layers of persistent roots (hutch layer --help)\n"
                  "  version  print the version\n");
 }
 
@@ -34,6 +36,8 @@ int main(int argc, char **argv, char **envp)
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0)
         return run_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "layer") == 0)
+        return layer_main(argc - 1, argv + 1);
     if (strcmp(cmd, "doctor") == 0)
         return doctor_main(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -24,6 +24,7 @@
 #include "cli/run_options.h"
 #include "cli/stdin_pump.h"
 #include "jail/control.h"
+#include "jail/disk_layer.h"
 #include "jail/jail.h"
 #include "jail/verdict.h"
 #include "jail/template.h"
@@ -85,6 +86,9 @@ struct run {
     struct verdict_usage usage;
     struct artifacts_result artifacts;
     bool have_artifacts;
+    char layer_dir[PATH_MAX]; /* --writable-root: STATE/sandboxes/NAME */
+    struct disk_layer_usage disk;
+    bool have_disk, disk_full;
 };
 
 static void set_message(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -592,6 +596,12 @@ static void print_result(struct run *r, enum verdict v)
                             json_integer((json_int_t)r->artifacts.existing));
     }
     json_object_set_new(o, "oom_kills", json_integer((json_int_t)r->usage.oom_kills));
+    if (r->have_disk)
+        json_object_set_new(o, "disk",
+                            json_pack("{s:I, s:I, s:I, s:b}", "size_bytes",
+                                      (json_int_t)r->disk.size_bytes, "free_bytes",
+                                      (json_int_t)r->disk.free_bytes, "host_bytes",
+                                      (json_int_t)r->disk.host_bytes, "full", r->disk_full));
     json_dumpf(o, stdout, JSON_COMPACT | (isatty(1) ? JSON_ENSURE_ASCII : 0));
     fputc('\n', stdout);
     fflush(stdout);
@@ -613,6 +623,42 @@ static int setup_signals(struct run *r, err_t *err)
         return err_set(err, errno, "signalfd");
     signal(SIGPIPE, SIG_IGN);
     return 0;
+}
+
+/* --writable-root NAME: the disk layer STATE/sandboxes/NAME, made on first use with --disk's
+ * size and reused as it is afterwards. */
+static int prepare_layer(struct run *r, const char *state_dir, err_t *err)
+{
+    char sandboxes[PATH_MAX];
+    if ((size_t)snprintf(sandboxes, sizeof sandboxes, "%s/sandboxes", state_dir) >=
+            sizeof sandboxes ||
+        (size_t)snprintf(r->layer_dir, sizeof r->layer_dir, "%s/%s", sandboxes,
+                         r->opt.writable_root) >= sizeof r->layer_dir)
+        return err_set(err, ENAMETOOLONG, "state directory %s", state_dir);
+    if (mkdir_p_at(AT_FDCWD, sandboxes, 0700, err) < 0)
+        return err_wrap(err, "--writable-root");
+    if (disk_layer_exists(r->layer_dir))
+        return 0;
+    if (disk_layer_create(r->layer_dir, r->opt.disk_bytes, err) < 0 && err->errnum != EEXIST)
+        return err_wrap(err, "--writable-root %s", r->opt.writable_root);
+    return 0;
+}
+
+/* After the sandbox is gone, the disk layer's superblock is current: a layer found full says
+ * why the program may have failed, in its own words (ENOSPC) and in ours. */
+static void check_layer(struct run *r)
+{
+    err_t err;
+    if (!r->opt.writable_root || !r->layer_dir[0] ||
+        disk_layer_usage(r->layer_dir, &r->disk, &err) < 0)
+        return;
+    r->have_disk = true;
+    /* ext4 leaves a few blocks that no file of the size being written fits in */
+    r->disk_full = r->disk.free_bytes < (1u << 20) || r->disk.free_inodes == 0;
+    if (r->disk_full)
+        set_message(r, "the writable root is full: disk layer %s, %llu bytes, %llu free",
+                    r->opt.writable_root, (unsigned long long)r->disk.size_bytes,
+                    (unsigned long long)r->disk.free_bytes);
 }
 
 static int start(struct run *r, err_t *err)
@@ -651,8 +697,11 @@ static int start(struct run *r, err_t *err)
     struct cgroup_host *cgroups = hutch_cgroup_host(err);
     if (!cgroups)
         return -1;
+    const char *state_dir = r->opt.state_dir ? r->opt.state_dir : hutch_state_dir();
     struct template_paths tpl;
-    if (template_prepare_base(hutch_state_dir(), &tpl, err) < 0)
+    if (template_prepare_base(state_dir, &tpl, err) < 0)
+        return -1;
+    if (r->opt.writable_root && prepare_layer(r, state_dir, err) < 0)
         return -1;
     char lock[PATH_MAX];
     snprintf(lock, sizeof lock, "%s/uid-slots.lock", hutch_run_dir());
@@ -702,6 +751,13 @@ static int start(struct run *r, err_t *err)
         .keep_fd = r->uids.lock_fd,
         .listen_fd = -1,
         .hold_fd = -1,
+        .writable_root = r->opt.writable_root != NULL,
+        .layer_dir = r->layer_dir,
+        /* The host's package database goes with the host's /usr: dpkg inside then knows what
+         * is installed there. */
+        .dpkg_dir = r->opt.writable_root && access("/var/lib/dpkg/status", F_OK) == 0
+                        ? "/var/lib/dpkg"
+                        : NULL,
     };
     int rc = jail_start(&spec, &r->jail, err);
     /* Our copies of the write ends go now, or the streams would never reach EOF. */
@@ -748,6 +804,7 @@ static void finish(struct run *r)
         set_message(r, "cleanup: %s", err.msg);
     }
     uid_range_release(&r->uids);
+    check_layer(r);
     if (r->facts.oom_kills && !r->facts.wall_timeout && !r->facts.cpu_timeout)
         set_message(r, "memory limit of %llu bytes reached",
                     (unsigned long long)r->opt.memory_bytes);

@@ -12,7 +12,7 @@ enum {
     OPT_TIMEOUT = 256, OPT_CPU_TIME, OPT_MEMORY, OPT_PIDS, OPT_DISK, OPT_OUTPUT_LIMIT, OPT_NOFILE,
     OPT_ENV, OPT_FILE, OPT_ARTIFACTS, OPT_ARTIFACTS_LIMIT, OPT_LANG, OPT_CODE, OPT_CODE_FILE,
     OPT_JSON, OPT_ROOT, OPT_CWD, OPT_SECCOMP, OPT_HELP, OPT_RO_BIND,
-    OPT_PTYS, OPT_INOTIFY_INSTANCES, OPT_INOTIFY_WATCHES,
+    OPT_PTYS, OPT_INOTIFY_INSTANCES, OPT_INOTIFY_WATCHES, OPT_WRITABLE_ROOT, OPT_STATE_DIR,
 };
 
 static const struct option long_options[] = {
@@ -38,6 +38,8 @@ static const struct option long_options[] = {
     {"root", no_argument, NULL, OPT_ROOT},
     {"cwd", required_argument, NULL, OPT_CWD},
     {"seccomp", required_argument, NULL, OPT_SECCOMP},
+    {"writable-root", required_argument, NULL, OPT_WRITABLE_ROOT},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -83,6 +85,13 @@ void run_options_usage(FILE *out)
             "  --cwd DIR            working directory (default the home directory)\n"
             "  --seccomp PROFILE    default or strict                     (default default)\n"
             "  --json               print one JSON object with the verdict and the output\n"
+            "Persistent root (a sandbox whose root filesystem outlives the run):\n"
+            "  --writable-root NAME  the root filesystem, /usr and /etc included, is writable\n"
+            "                       by sandbox root (with --root: the capabilities dpkg, pip\n"
+            "                       and npm need, namespaced), on the disk layer\n"
+            "                       STATE/sandboxes/NAME, made with --disk SIZE on first use\n"
+            "                       and kept (remove it with hutch layer rm NAME)\n"
+            "  --state-dir DIR      STATE (default $HUTCH_STATE_DIR or /var/lib/hutch)\n"
             "\n"
             "Verdicts: OK, RE (non-zero exit), SG (killed by a signal), TO (wall or CPU time),\n"
             "ML (memory limit), OL (output limit), XX (hutch's own failure, with its reason).\n"
@@ -94,6 +103,18 @@ void run_options_usage(FILE *out)
             JAIL_DEFAULT_INOTIFY_INSTANCES, JAIL_DEFAULT_INOTIFY_WATCHES, JAIL_USER_HOME,
             JAIL_OUTPUT_DIR, RUN_DEFAULT_ARTIFACTS_LIMIT >> 20, ARTIFACTS_ENTRY_COST,
             ARTIFACTS_MAX_ENTRIES, ARTIFACTS_MAX_DEPTH, JAIL_USER_NAME);
+}
+
+bool run_layer_name_ok(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > RUN_MAX_LAYER_NAME || name[0] == '.')
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-'))
+            return false;
+    return true;
 }
 
 const char *run_lang_name(enum run_lang lang)
@@ -291,6 +312,20 @@ static int parse_value(int opt, const char *arg, struct run_options *o, err_t *e
         return 0;
     case OPT_JSON:
         o->json = true;
+        return 0;
+    case OPT_WRITABLE_ROOT:
+        if (!run_layer_name_ok(arg))
+            return err_set(err, 0,
+                           "--writable-root %s: expected a name of 1 to %d letters, digits, "
+                           "'.', '_' or '-', not starting with '.'",
+                           arg, RUN_MAX_LAYER_NAME);
+        o->writable_root = arg;
+        return 0;
+    case OPT_STATE_DIR:
+        if (arg[0] != '/' || strlen(arg) > 1024)
+            return err_set(err, 0, "--state-dir %s: expected an absolute path of at most %d bytes",
+                           arg, 1024);
+        o->state_dir = arg;
         return 0;
     case OPT_ROOT:
         o->as_root = true;

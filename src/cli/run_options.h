@@ -38,6 +38,8 @@ struct run_options {
     const char *code_file; /* --code-file PATH ("-" = stdin) */
     const char *artifacts_dir;
     const char *cwd;
+    const char *writable_root; /* --writable-root NAME: the persistent layer STATE/sandboxes/NAME */
+    const char *state_dir;     /* --state-dir DIR, else hutch_state_dir() */
     enum seccomp_profile seccomp;
     bool json, as_root, help;
     char *env[RUN_MAX_ITEMS]; /* "K=V" as given */
@@ -49,6 +51,10 @@ struct run_options {
     char **argv; /* after "--" (command, or extra arguments for --lang) */
     int argc;
 };
+
+/* A layer's name: 1 to RUN_MAX_LAYER_NAME of [A-Za-z0-9._-], not starting with '.'. */
+#define RUN_MAX_LAYER_NAME 64
+bool run_layer_name_ok(const char *name);
 
 /* Parses argv (argv[0] = "run"). Returns 0, or -1 with a message for the user in err. */
 int run_options_parse(int argc, char **argv, struct run_options *out, err_t *err);

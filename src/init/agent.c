@@ -549,7 +549,8 @@ static void reap(struct agent *a)
     }
 }
 
-void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_program *prog)
+void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_program *prog,
+                bool writable_root)
 {
     struct control_msg ready = {.type = CONTROL_READY};
     if (control_send(ctl, &ready, -1) < 0)
@@ -570,7 +571,7 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
         close(listen_fd);
         if (hold_fd >= 0)
             close(hold_fd);
-        spawner_main(sp[1], prog);
+        spawner_main(sp[1], prog, writable_root);
     }
     close(sp[1]);
     static struct agent a;

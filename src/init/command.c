@@ -115,8 +115,11 @@ static _Noreturn void child_main(const struct command_spec *spec, struct child_e
     for (int i = 0; i < 3; i++)
         if (dup2(tmp[i], i) < 0)
             control_die(report, errno, "stdio");
-    struct init_payload p = {
-        .argv = spec->argv, .envp = spec->envp, .cwd = spec->cwd, .as_root = spec->as_root};
+    struct init_payload p = {.argv = spec->argv,
+                             .envp = spec->envp,
+                             .cwd = spec->cwd,
+                             .as_root = spec->as_root,
+                             .writable_root = spec->writable_root};
     payload_exec(&p, report, prog);
 }
 

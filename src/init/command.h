@@ -16,6 +16,7 @@ struct command_spec {
     char **envp;
     const char *cwd; /* NULL = the user's home */
     bool as_root;
+    bool writable_root; /* the sandbox's (init_payload), not the request's */
     bool stdin_pipe; /* else stdin is /dev/null (or the pty) */
     bool pty;
     unsigned short rows, cols;

@@ -65,6 +65,8 @@ static void parse_options(int argc, char **argv, struct init_options *o)
             o->agent = true;
         else if (strcmp(a, "--die-with-parent") == 0)
             o->payload.die_with_parent = true;
+        else if (strcmp(a, "--writable-root") == 0)
+            o->payload.writable_root = true;
         else if (strncmp(a, "--cwd=/", 7) == 0)
             o->payload.cwd = a + 6;
         else if (o->ctl >= 0)
@@ -133,7 +135,7 @@ void init_main(int argc, char **argv, char **envp)
         struct seccomp_program prog;
         if (seccomp_builtin(o.seccomp, &prog) < 0)
             control_die(o.ctl, EINVAL, "seccomp profile %d", (int)o.seccomp);
-        agent_main(o.ctl, o.listen_fd, o.hold_fd, &prog);
+        agent_main(o.ctl, o.listen_fd, o.hold_fd, &prog, o.payload.writable_root);
     }
     /* The exec may have cleared the death signal (it does when credentials change); set again,
      * then look whether the parent is already gone: its end of the channel is closed then. */

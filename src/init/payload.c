@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -72,7 +73,8 @@ void payload_exec(const struct init_payload *p, int ctl, const struct seccomp_pr
         control_die(ctl, errno, "close_range");
     uid_t uid = p->as_root ? 0 : JAIL_USER_UID;
     const char *cwd = p->cwd ? p->cwd : (p->as_root ? "/root" : JAIL_USER_HOME);
-    if (privs_drop(uid, p->die_with_parent) < 0)
+    uint64_t keep_caps = p->as_root && p->writable_root ? JAIL_WRITABLE_ROOT_CAPS : 0;
+    if (privs_drop(uid, keep_caps, p->die_with_parent) < 0)
         control_die(ctl, errno, "drop privileges");
     /* The OOM killer must pick the program, never init: tmpfs pages belong to no process, so at
      * the memory limit init (a copy of the supervisor) can look largest. Lowering init's score
@@ -93,7 +95,7 @@ void payload_exec(const struct init_payload *p, int ctl, const struct seccomp_pr
     if (cwd_fd < 0 || fchdir(cwd_fd) < 0)
         control_die(ctl, errno, "working directory %s", cwd);
     close(cwd_fd);
-    if (landlock_restrict() < 0)
+    if (landlock_restrict_for(p->writable_root) < 0)
         control_die(ctl, errno, "landlock");
     /* Last: from here on the filter applies to us, and it forbids much of the above. */
     if (seccomp_install(prog) < 0)

@@ -10,6 +10,10 @@ struct init_payload {
     const char *cwd; /* NULL = the user's home (root's for a root payload) */
     bool as_root;
     bool die_with_parent;
+    /* The sandbox has a writable root (jail_spec.writable_root): a root program keeps
+     * JAIL_WRITABLE_ROOT_CAPS, and Landlock allows writes beneath "/" (the root is the
+     * sandbox's own). A property of the sandbox, never of one request. */
+    bool writable_root;
 };
 
 /* cwd, drops, Landlock, seccomp, execve. stdio is already 0-2. Reports an exec failure over ctl

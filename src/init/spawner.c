@@ -35,7 +35,7 @@ static void reply_spawned(int sock, uint32_t id, pid_t pid, const struct command
 }
 
 static void serve_one(int sock, const uint8_t *buf, size_t len, int *fds, size_t n_fds,
-                      const struct seccomp_program *prog)
+                      const struct seccomp_program *prog, bool writable_root)
 {
     struct proto_msg m;
     struct proto_spawn s;
@@ -51,6 +51,7 @@ static void serve_one(int sock, const uint8_t *buf, size_t len, int *fds, size_t
                                 .envp = s.envp,
                                 .cwd = s.cwd,
                                 .as_root = s.as_root,
+                                .writable_root = writable_root,
                                 .stdin_pipe = s.stdin_pipe,
                                 .pty = s.pty,
                                 .rows = s.rows,
@@ -69,7 +70,7 @@ static void serve_one(int sock, const uint8_t *buf, size_t len, int *fds, size_t
     proto_spawn_free(&s);
 }
 
-void spawner_main(int sock, const struct seccomp_program *prog)
+void spawner_main(int sock, const struct seccomp_program *prog, bool writable_root)
 {
     /* Blocking: the spawner has nothing else to do. */
     for (;;) {
@@ -90,7 +91,7 @@ void spawner_main(int sock, const struct seccomp_program *prog)
         /* The message is there (the peek saw it): this does not wait. */
         ssize_t n = proto_recv(sock, buf, (size_t)size, fds, PROTO_MAX_FDS, &n_fds);
         if (n > 0)
-            serve_one(sock, buf, (size_t)n, fds, n_fds, prog);
+            serve_one(sock, buf, (size_t)n, fds, n_fds, prog, writable_root);
         for (size_t i = 0; i < n_fds; i++)
             close(fds[i]);
         free(buf);

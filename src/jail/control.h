@@ -12,6 +12,7 @@ enum control_type {
     CONTROL_EXEC_ERROR,  /* payload -> host: execve failed; code = errno, text = argv[0] */
     CONTROL_EXIT,        /* init -> host: payload ended; code = exit status or -1, sig = signal */
     CONTROL_CGROUPS,     /* host -> child: fds of the v1 `tasks` files to join (cgroup.h) */
+    CONTROL_LAYERS,      /* host -> child: a writable root's layers (writable_root.h) */
     CONTROL_TYPE_MAX,
 };
 

@@ -159,8 +159,8 @@ static _Noreturn void exec_init(const struct jail_spec *spec, int ctl, int outpu
     char listen_arg[32], hold_arg[32];
     snprintf(listen_arg, sizeof listen_arg, "--listen=%d", spec->listen_fd);
     snprintf(hold_arg, sizeof hold_arg, "--hold=%d", spec->hold_fd);
-    /* At most 10 options and "--" before the payload's argv; the count is bounded by ARG_MAX. */
-    const char **argv = calloc(n_args + 12, sizeof *argv);
+    /* At most 11 options and "--" before the payload's argv; the count is bounded by ARG_MAX. */
+    const char **argv = calloc(n_args + 13, sizeof *argv);
     if (!argv)
         control_die(ctl, ENOMEM, "init's command line");
     size_t i = 0;
@@ -171,6 +171,8 @@ static _Noreturn void exec_init(const struct jail_spec *spec, int ctl, int outpu
     argv[i++] = spec->as_root ? "--user=root" : "--user=user";
     if (spec->die_with_parent)
         argv[i++] = "--die-with-parent";
+    if (spec->writable_root)
+        argv[i++] = "--writable-root";
     char *cwd_arg = NULL;
     if (spec->cwd) {
         if (asprintf(&cwd_arg, "--cwd=%s", spec->cwd) < 0)

@@ -18,6 +18,7 @@
  * here raises SIGPIPE (every write to a socket or pipe uses MSG_NOSIGNAL or a socket), sleeps
  * (except the blocking compositions) or exits the process. */
 #pragma once
+#include <linux/capability.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -49,6 +50,16 @@
 #define JAIL_SIGPENDING                4096       /* queued signals, all processes together */
 #define JAIL_MSGQUEUE_BYTES            819200u    /* POSIX message queues: the kernel's default */
 #define JAIL_MEMLOCK_BYTES             (8u << 20) /* locked memory: the kernel's default */
+
+/* What a payload or command run as root keeps in a writable root (jail_spec.writable_root), as
+ * capabilities of the sandbox's own user namespace: dpkg -i of a package whose files belong to other users
+ * and groups, or carry set-id bits, sets their owner (CHOWN), their times and modes once they
+ * are no longer root's (FOWNER), keeps a set-gid bit on a file whose group root is not in
+ * (FSETID), and looks into directories such as a 0700 one of another user (DAC_OVERRIDE). pip,
+ * npm -g, and dpkg -i of root-owned files need none of them. They act only on files whose owner
+ * and group the namespace maps and on its own namespaces (README.md, threat model). */
+#define JAIL_WRITABLE_ROOT_CAPS                                                                   \
+    ((1ull << CAP_CHOWN) | (1ull << CAP_DAC_OVERRIDE) | (1ull << CAP_FOWNER) | (1ull << CAP_FSETID))
 
 enum jail_net_mode {
     JAIL_NET_NONE, /* new network namespace with loopback only */
@@ -92,7 +103,8 @@ struct jail_spec {
     struct jail_limits limits;
     enum jail_net_mode net;
     uid_t host_uid_base; /* inside 0..JAIL_UID_MAPPED-1 map to host_uid_base.. */
-    bool as_root;        /* run the payload as sandbox root (no capabilities) instead of user */
+    bool as_root;        /* run the payload as sandbox root (no capabilities but in a writable
+                            root) instead of user */
     enum seccomp_profile seccomp;
     const char *hostname;
     /* argv[0] is looked up in the sandbox's PATH. No string may live in the process's own argv
@@ -112,6 +124,14 @@ struct jail_spec {
      * keeper process removes the cgroup if the supervisor is killed before it could. */
     bool die_with_parent;
     int keep_fd; /* held open by the keeper until cleanup is done (the uid range lock); or -1 */
+    /* A root filesystem that sandbox root can change, /usr and /etc included (persistent
+     * sandboxes; writable_root.h): overlays of template_dir, usr_dir and dpkg_dir, each seen
+     * through the sandbox's id map, over the disk layer in layer_dir (disk_layer.h), which is
+     * capped at its own size (limits.disk_bytes is not used then). A payload run as root, or
+     * in an agent sandbox every command run as root, keeps JAIL_WRITABLE_ROOT_CAPS. */
+    bool writable_root;
+    const char *layer_dir; /* holds the disk layer (disk_layer_create) */
+    const char *dpkg_dir;  /* lower of /var/lib/dpkg (the host's, with usr_dir = "/usr"), or NULL */
     /* Agent sandboxes: a listening SOCK_SEQPACKET unix socket, bound where only the caller can
      * reach it, on which init serves the control protocol to whoever connects (a restarted
      * daemon included); and an fd init holds for its whole life (the uid range lock, so that the

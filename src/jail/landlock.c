@@ -71,6 +71,11 @@ static int allow_beneath(int ruleset, const char *path, uint64_t rights)
 
 int landlock_restrict(void)
 {
+    return landlock_restrict_for(false);
+}
+
+int landlock_restrict_for(bool writable_root)
+{
     int abi = landlock_abi_version();
     if (abi <= 0)
         return 0;
@@ -94,9 +99,12 @@ int landlock_restrict(void)
      * (e.g. /dev/null) and ioctl (ptys). */
     static const char *const writable[] = {"/tmp", "/var/tmp", "/home", "/root",
                                            "/output", "/run", "/dev", "/proc"};
+    static const char *const everywhere[] = {"/"};
+    const char *const *places = writable_root ? everywhere : writable;
+    size_t n_places = writable_root ? 1 : sizeof writable / sizeof writable[0];
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < sizeof writable / sizeof writable[0]; i++)
-        rc = allow_beneath(ruleset, writable[i], all);
+    for (size_t i = 0; rc == 0 && i < n_places; i++)
+        rc = allow_beneath(ruleset, places[i], all);
     if (rc == 0)
         rc = (int)syscall(SYS_landlock_restrict_self, ruleset, 0);
     int saved = errno;

@@ -54,18 +54,28 @@ int privs_apply_rlimits(const struct jail_limits *limits)
     return 0;
 }
 
-static int capset_empty(void)
+/* Sets the effective, permitted and inheritable sets to caps (a mask of CAP_* bits). */
+static int capset_to(uint64_t caps)
 {
     struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof data);
+    for (int i = 0; i < 2; i++)
+        data[i].effective = data[i].permitted = data[i].inheritable = (uint32_t)(caps >> (32 * i));
     return (int)syscall(SYS_capset, &hdr, data);
 }
 
-int privs_drop(uid_t uid, bool die_with_parent)
+static int capset_empty(void)
+{
+    return capset_to(0);
+}
+
+int privs_drop(uid_t uid, uint64_t keep_caps, bool die_with_parent)
 {
     /* The bounding set needs CAP_SETPCAP, so it goes first, while we still have it. */
     for (int cap = 0; cap <= 63; cap++) {
+        if (keep_caps & (1ull << cap))
+            continue;
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
             continue;
         if (errno == EINVAL)
@@ -83,8 +93,14 @@ int privs_drop(uid_t uid, bool die_with_parent)
         return -1;
     if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
         return -1;
-    if (capset_empty() < 0)
+    if (capset_to(keep_caps) < 0)
         return -1;
+    /* NOROOT gives uid 0 nothing at execve, so the kept ones go through as ambient: they stay
+     * across execve of any program without file capabilities, and no program gains more. */
+    for (int cap = 0; cap <= 63; cap++)
+        if ((keep_caps & (1ull << cap)) &&
+            prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0)
+            return -1;
     if (die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         return -1;
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);

@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "jail/control.h"
+#include "jail/idmap.h"
 #include "jail/inroot.h"
+#include "jail/writable_root.h"
 #include "util/fileio.h"
 
 /* Directories that must exist in the writable layer before the overlay is mounted: overlay
@@ -30,6 +32,18 @@ static const struct upper_dir upper_dirs[] = {
     {"upper/run", 0755, 0},       {"upper/root", 0700, 0},     {"upper/home", 0755, 0},
     {"upper/home/user", 0755, 1}, {"upper/output", 0755, 2},   {"upper/mnt", 0755, 0},
     {"upper/dev", 0755, 0},       {"upper/dev/shm", 01777, 0},
+};
+
+/* The places a writable root's mounts go on, in the disk layer's root (see
+ * check_mount_targets): made if missing, never followed if they are links. */
+struct mount_target {
+    const char *path;
+    bool dir;
+};
+static const struct mount_target mount_targets[] = {
+    {"dev", true},       {"dev/pts", true},     {"dev/null", false},    {"dev/zero", false},
+    {"dev/full", false}, {"dev/random", false}, {"dev/urandom", false}, {"dev/tty", false},
+    {"proc", true},      {"usr", true},
 };
 
 static void make_dir(int ctl, int dirfd, const char *path, mode_t mode, uid_t uid)
@@ -183,11 +197,24 @@ static void pivot_into(int ctl, const char *root)
         control_die(ctl, errno, "chdir /");
 }
 
-int rootfs_enter(int ctl, const struct jail_spec *spec)
+/* The upper layer's own directories, under dirfd/prefix ("upper" for `upper/tmp` and so on). */
+static void make_upper_dirs(int ctl, int dirfd, const char *prefix, uid_t payload_uid)
 {
-    /* First mount call: nothing we do from here on may propagate back to the host. */
-    mount_or_die(ctl, NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+    for (size_t i = 0; i < sizeof upper_dirs / sizeof upper_dirs[0]; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s%s", prefix, upper_dirs[i].path + strlen("upper"));
+        int owner = upper_dirs[i].owner;
+        make_dir(ctl, dirfd, path, upper_dirs[i].mode,
+                 owner == 2   ? payload_uid
+                 : owner == 1 ? JAIL_USER_UID
+                              : 0);
+    }
+}
 
+/* A one-shot root: the stage is a tmpfs of the disk size that holds the upper layer, over the
+ * template; the host's /usr is bound read-only. */
+static void mount_throwaway_root(int ctl, const struct jail_spec *spec, uid_t payload_uid)
+{
     char opts[128];
     snprintf(opts, sizeof opts, "mode=0755,size=%llu", (unsigned long long)spec->limits.disk_bytes);
     mount_or_die(ctl, "tmpfs", spec->stage_dir, "tmpfs", MS_NOSUID | MS_NODEV, opts);
@@ -197,22 +224,171 @@ int rootfs_enter(int ctl, const struct jail_spec *spec)
     static const char *const stage_dirs[] = {"upper", "work", "root"};
     for (size_t i = 0; i < sizeof stage_dirs / sizeof stage_dirs[0]; i++)
         make_dir(ctl, stage, stage_dirs[i], 0755, 0);
-    /* Sandbox root has no capabilities, so /output must be its own when it runs as root. */
-    uid_t payload_uid = spec->as_root ? 0 : JAIL_USER_UID;
-    for (size_t i = 0; i < sizeof upper_dirs / sizeof upper_dirs[0]; i++) {
-        int owner = upper_dirs[i].owner;
-        make_dir(ctl, stage, upper_dirs[i].path, upper_dirs[i].mode,
-                 owner == 2   ? payload_uid
-                 : owner == 1 ? JAIL_USER_UID
-                              : 0);
-    }
+    make_upper_dirs(ctl, stage, "upper", payload_uid);
     mount_overlay(ctl, spec->template_dir, stage);
     close(stage);
 
-    char root[PATH_MAX], usr[PATH_MAX];
-    snprintf(root, sizeof root, "%s/root", spec->stage_dir);
-    snprintf(usr, sizeof usr, "%s/usr", root);
+    char usr[PATH_MAX];
+    snprintf(usr, sizeof usr, "%s/root/usr", spec->stage_dir);
     bind_usr(ctl, spec->usr_dir, usr);
+}
+
+/* The layers of a writable root, in writable_root.h's order. */
+enum { LAYER_DISK, LAYER_ROOT, LAYER_USR, LAYER_DPKG };
+static const char *const layer_names[] = {"disk", "lower", "usr", "dpkg"};
+
+static size_t receive_layers(int ctl, const struct jail_spec *spec, int *fds)
+{
+    struct control_msg msg;
+    size_t n;
+    int rc = control_recv_fds(ctl, &msg, fds, WRITABLE_ROOT_MAX_LAYERS, &n);
+    if (rc <= 0)
+        _exit(1); /* the parent gave up; it kills us anyway */
+    size_t want = spec->dpkg_dir ? 4 : 3;
+    if (msg.type != CONTROL_LAYERS || (size_t)msg.code != n || n != want) {
+        for (size_t i = 0; i < n; i++)
+            close(fds[i]);
+        control_die(ctl, EPROTO, "expected the writable root's %zu layers", want);
+    }
+    return n;
+}
+
+/* The disk layer's own directories: DISK/root, DISK/usr, DISK/dpkg, each with upper/ and work/.
+ * Nothing of the sandbox's reaches this level (it sees the inside of each upper/ only), so what
+ * is here was made by us. The root's upper is made whole under a temporary name first, so that a
+ * start cut short never leaves a root without its home and /tmp for the next start to take. */
+static void prepare_disk(int ctl, int stage, bool dpkg, uid_t payload_uid)
+{
+    struct stat st;
+    if (fstatat(stage, "disk/root", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno != ENOENT)
+            control_die(ctl, errno, "disk layer: stat root");
+        make_dir(ctl, stage, "disk/root.new", 0755, 0);
+        make_dir(ctl, stage, "disk/root.new/upper", 0755, 0);
+        make_dir(ctl, stage, "disk/root.new/work", 0755, 0);
+        make_upper_dirs(ctl, stage, "disk/root.new/upper", payload_uid);
+        if (renameat(stage, "disk/root.new", stage, "disk/root") < 0)
+            control_die(ctl, errno, "disk layer: rename root.new to root");
+    }
+    static const char *const dirs[] = {"disk/usr",  "disk/usr/upper",  "disk/usr/work",
+                                       "disk/dpkg", "disk/dpkg/upper", "disk/dpkg/work"};
+    for (size_t i = 0; i < (dpkg ? 6 : 3); i++)
+        make_dir(ctl, stage, dirs[i], 0755, 0);
+}
+
+/* The root's mount points, before anything is mounted on them: the disk layer is the sandbox's
+ * to change, and a link left there in an earlier life (/dev moved away and replaced by a link to
+ * "/", say) would send a mount made by path out of the new root, into the host's tree as this
+ * namespace sees it. So each is looked up without following any link, and made if missing. */
+static void check_mount_targets(int ctl, int root_fd)
+{
+    for (size_t i = 0; i < sizeof mount_targets / sizeof mount_targets[0]; i++) {
+        const struct mount_target *t = &mount_targets[i];
+        struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                               .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+        int fd = (int)syscall(SYS_openat2, root_fd, t->path, &how, sizeof how);
+        if (fd < 0 && errno == ENOENT) {
+            int rc = t->dir ? mkdirat(root_fd, t->path, 0755)
+                            : mknodat(root_fd, t->path, S_IFREG | 0666, 0);
+            if (rc < 0 && errno != EEXIST)
+                control_die(ctl, errno, "writable root: make /%s", t->path);
+            fd = (int)syscall(SYS_openat2, root_fd, t->path, &how, sizeof how);
+        }
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+            control_die(ctl, errno, "writable root: /%s", t->path);
+        close(fd);
+        /* O_PATH | O_NOFOLLOW opens a link itself; a link on the way fails with ELOOP above. */
+        if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) != t->dir)
+            control_die(ctl, 0, "writable root: /%s must be a %s, not a %s", t->path,
+                        t->dir ? "directory" : "file",
+                        S_ISLNK(st.st_mode) ? "link" : t->dir ? "file" : "directory");
+    }
+}
+
+/* Mounts an overlay of lower (a directory of the stage) with upper/ and work/ of the disk
+ * layer's upper_dir onto the directory target_fd. cwd is the stage. */
+static void mount_layer(int ctl, int target_fd, const char *lower, const char *upper_dir)
+{
+    char opts[160], target[32];
+    snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=disk/%s/upper,workdir=disk/%s/work,userxattr",
+             lower, upper_dir, upper_dir);
+    snprintf(target, sizeof target, "/proc/self/fd/%d", target_fd);
+    mount_or_die(ctl, "overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts);
+}
+
+/* A writable root (writable_root.h): the layers arrive from the parent as detached mounts and
+ * are attached on the stage, a small tmpfs; each lower gets an overlay with its upper on the disk
+ * layer. Then the layers leave the namespace again: the overlays hold private copies of their
+ * mounts, so after this nothing in here, not even our own code, can reach an idmapped view of a
+ * host tree except through an overlay, which writes only to its upper layer. */
+static void mount_writable_root(int ctl, const struct jail_spec *spec, uid_t payload_uid)
+{
+    mount_or_die(ctl, "tmpfs", spec->stage_dir, "tmpfs", MS_NOSUID | MS_NODEV,
+                 "mode=0755,size=64k");
+    int stage = open(spec->stage_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (stage < 0 || fchdir(stage) < 0)
+        control_die(ctl, errno, "open %s", spec->stage_dir);
+    make_dir(ctl, stage, "root", 0755, 0);
+    int fds[WRITABLE_ROOT_MAX_LAYERS];
+    size_t n = receive_layers(ctl, spec, fds);
+    for (size_t i = 0; i < n; i++) {
+        make_dir(ctl, stage, layer_names[i], 0755, 0);
+        if (idmap_attach(fds[i], stage, layer_names[i]) < 0)
+            control_die(ctl, errno, "attach the writable root's %s layer", layer_names[i]);
+        close(fds[i]);
+    }
+    prepare_disk(ctl, stage, n > LAYER_DPKG, payload_uid);
+    int root_fd = open("root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0)
+        control_die(ctl, errno, "open the stage's root");
+    mount_layer(ctl, root_fd, layer_names[LAYER_ROOT], "root");
+    close(root_fd);
+    /* The overlay, not the directory under it. */
+    root_fd = open("root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0)
+        control_die(ctl, errno, "open the writable root");
+    check_mount_targets(ctl, root_fd);
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+    int usr = (int)syscall(SYS_openat2, root_fd, "usr", &how, sizeof how);
+    if (usr < 0)
+        control_die(ctl, errno, "writable root: open /usr");
+    mount_layer(ctl, usr, layer_names[LAYER_USR], "usr");
+    close(usr);
+    if (n > LAYER_DPKG) {
+        /* Made where the root's own links lead, but never out of it. */
+        const char *leaf;
+        int parent = inroot_open_parent(root_fd, "/var/lib/dpkg", 0, &leaf);
+        if (parent < 0 || (mkdirat(parent, leaf, 0755) < 0 && errno != EEXIST))
+            control_die(ctl, errno, "writable root: make /var/lib/dpkg");
+        int dpkg = (int)syscall(SYS_openat2, parent, leaf, &how, sizeof how);
+        if (dpkg < 0)
+            control_die(ctl, errno, "writable root: open /var/lib/dpkg");
+        mount_layer(ctl, dpkg, layer_names[LAYER_DPKG], "dpkg");
+        close(dpkg);
+        close(parent);
+    }
+    close(root_fd);
+    for (size_t i = 0; i < n; i++)
+        if (umount2(layer_names[i], MNT_DETACH) < 0)
+            control_die(ctl, errno, "detach the writable root's %s layer", layer_names[i]);
+    close(stage);
+}
+
+int rootfs_enter(int ctl, const struct jail_spec *spec)
+{
+    /* First mount call: nothing we do from here on may propagate back to the host. */
+    mount_or_die(ctl, NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+    /* Sandbox root has no capabilities, so /output must be its own when it runs as root. */
+    uid_t payload_uid = spec->as_root ? 0 : JAIL_USER_UID;
+    if (spec->writable_root)
+        mount_writable_root(ctl, spec, payload_uid);
+    else
+        mount_throwaway_root(ctl, spec, payload_uid);
+
+    char root[PATH_MAX];
+    snprintf(root, sizeof root, "%s/root", spec->stage_dir);
     if (spec->n_mounts > 0) {
         int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0)

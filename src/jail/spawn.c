@@ -21,6 +21,7 @@
 #include "jail/control.h"
 #include "jail/jail.h"
 #include "jail/userns.h"
+#include "jail/writable_root.h"
 #include "util/cleanup.h"
 #include "util/fds.h"
 #include "util/proctitle.h"
@@ -133,6 +134,8 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
         if (spec->files[i].host_fd < 3)
             return err_set(err, EBADF, "sandbox spec: file source fd %d is one of stdio's",
                            spec->files[i].host_fd);
+    if (spec->writable_root && (!spec->layer_dir || !spec->layer_dir[0]))
+        return err_set(err, EINVAL, "sandbox spec: a writable root needs a disk layer");
     if (spec->limits.disk_bytes == 0)
         return err_set(err, EINVAL, "sandbox spec: the writable layer needs a size");
     /* Sizes the kernel would round past 2^64: tmpfs turns size=16E into 0 pages, which it
@@ -381,9 +384,13 @@ static int start_child(const struct jail_spec *spec, struct jail *jail,
     }
     if (control_send_simple(jail->control_fd, CONTROL_GO, 0, 0, NULL) < 0)
         return err_set(err, errno, "send go to sandbox init");
-    if (send_cgroups(jail, cg_limits, err) < 0) {
-        /* The child may have failed first (a missing bind source) and closed its end: its own
-         * report, already queued on the channel, says why better than our EPIPE. */
+    /* The layers go while the child does its first steps (it takes them when it builds its
+     * root, before it joins the cgroups), and before the cgroups, which it reads next. */
+    if ((spec->writable_root && writable_root_send(jail->control_fd, jail->pid, spec, err) < 0) ||
+        send_cgroups(jail, cg_limits, err) < 0) {
+        /* The child may have failed first (a missing bind source, a link planted at a writable
+         * root's mount point) and closed its end: its own report, already queued on the
+         * channel, says why better than our EPIPE. */
         err_t child_err = {0};
         if ((err->errnum == EPIPE || err->errnum == ECONNRESET) &&
             jail_start_complete(jail, &child_err) < 0 && child_err.errnum != EPIPE)

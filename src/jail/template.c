@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -102,6 +103,64 @@ static int copy_tree(int src_dir, int dst_dir, const char *name, err_t *err)
     return 0;
 }
 
+/* Splits line at ':' into at most max fields; returns how many. */
+static int split_fields(char *line, char **field, int max)
+{
+    int n = 0;
+    for (char *p = line; p && n < max; n++) {
+        field[n] = p;
+        p = strchr(p, ':');
+        if (p)
+            *p++ = '\0';
+    }
+    return n;
+}
+
+/* Whether the account lines of own have an entry with this name or this id (the third field). */
+static bool account_taken(const char *own, const char *name, const char *id)
+{
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", own);
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *f[3];
+        if (split_fields(line, f, 3) == 3 && (strcmp(f[0], name) == 0 || strcmp(f[2], id) == 0))
+            return true;
+    }
+    return false;
+}
+
+/* Appends the host's system accounts from host_file (ids below 1000 whose name and id hutch's
+ * own lines, own, do not use) to out, as name:x:id:... without comments or member lists: the
+ * host's /usr and package database name them (dpkg refuses to run when its statoverride names a
+ * group that does not exist), and their files then show their names inside. passwd (7 fields) or
+ * group (4). Both files are world-readable on the host. */
+static void append_system_accounts(const char *host_file, const char *own, int fields, char *out,
+                                   size_t size)
+{
+    static char buf[256 * 1024];
+    if (file_read_at(AT_FDCWD, host_file, buf, sizeof buf, NULL) < 0)
+        return;
+    size_t len = strlen(out);
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *f[7];
+        if (split_fields(line, f, 7) != fields)
+            continue;
+        const char *id = f[2];
+        size_t id_len = strlen(id);
+        if (!f[0][0] || strpbrk(f[0], " \t,") || id_len == 0 || id_len > 3 ||
+            strspn(id, "0123456789") != id_len || account_taken(own, f[0], id))
+            continue;
+        int w = fields == 7 ? snprintf(out + len, size - len, "%s:x:%s:%s::%s:%s\n", f[0], id,
+                                       f[3], f[5], f[6])
+                            : snprintf(out + len, size - len, "%s:x:%s:\n", f[0], id);
+        if (w < 0 || (size_t)w >= size - len)
+            break; /* the rest does not fit; what is there is whole lines */
+        len += (size_t)w;
+    }
+}
+
 static int build_etc(int root, err_t *err)
 {
     if (mkdirat(root, "etc", 0755) < 0)
@@ -113,10 +172,15 @@ static int build_etc(int root, err_t *err)
     for (size_t i = 0; i < sizeof host_etc / sizeof host_etc[0]; i++)
         if (copy_tree(host, etc, host_etc[i], err) < 0)
             return -1;
+    static char all_passwd[64 * 1024], all_group[64 * 1024];
+    snprintf(all_passwd, sizeof all_passwd, "%s", passwd);
+    snprintf(all_group, sizeof all_group, "%s", group);
+    append_system_accounts("/etc/passwd", passwd, 7, all_passwd, sizeof all_passwd);
+    append_system_accounts("/etc/group", group, 4, all_group, sizeof all_group);
     struct {
         const char *name, *data;
     } generated[] = {
-        {"passwd", passwd},     {"group", group},          {"hosts", hosts},
+        {"passwd", all_passwd}, {"group", all_group},      {"hosts", hosts},
         {"hostname", "hutch\n"}, {"nsswitch.conf", nsswitch}, {"resolv.conf", ""},
     };
     for (size_t i = 0; i < sizeof generated / sizeof generated[0]; i++)

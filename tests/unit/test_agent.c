@@ -1,8 +1,10 @@
 /* An agent sandbox (created with no command) driven through the engine's API, as a daemon would:
  * commands with pipes, stdin and a pty, their verdicts and accounting from their own cgroups, a
  * kill that takes a daemonized tree, an OOM that is one command's and not the sandbox's, the
- * protocol's requests, and a second process that reopens the sandbox it did not create. Runs as
- * root; every wait is bounded. */
+ * protocol's requests, and a second process that reopens the sandbox it did not create. Then
+ * agent sandboxes with a writable root (jail_spec.writable_root): what root commands may change,
+ * what other sandboxes see of it, and that it outlives the sandbox. Runs as root; every wait is
+ * bounded. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +20,7 @@
 
 #include "cli/paths.h"
 #include "jail/command.h"
+#include "jail/disk_layer.h"
 #include "jail/jail.h"
 #include "jail/record.h"
 #include "jail/template.h"
@@ -62,6 +65,7 @@ struct exit_seen {
     uint32_t cmd_id;
     int32_t code;
     uint32_t sig;
+    const struct jail *from; /* command ids are per sandbox */
 };
 static struct exit_seen exits[64];
 static size_t n_exits;
@@ -75,7 +79,7 @@ static int wait_reply(struct jail *jl, uint32_t id, unsigned ms)
         if (msg.type == PROTO_EXITED) {
             if (n_exits < 64)
                 exits[n_exits++] = (struct exit_seen){msg.command.cmd_id, msg.command.exit_code,
-                                                      msg.command.signal};
+                                                      msg.command.signal, jl};
             continue;
         }
         if (msg.request_id == id)
@@ -89,13 +93,13 @@ static const struct exit_seen *wait_exit(struct jail *jl, uint32_t cmd_id, unsig
     uint64_t deadline = now_ms() + ms;
     for (;;) {
         for (size_t i = 0; i < n_exits; i++)
-            if (exits[i].cmd_id == cmd_id)
+            if (exits[i].cmd_id == cmd_id && exits[i].from == jl)
                 return &exits[i];
         if (now_ms() >= deadline || next_msg(jl, (unsigned)(deadline - now_ms())) != 1)
             return NULL;
         if (msg.type == PROTO_EXITED && n_exits < 64)
-            exits[n_exits++] =
-                (struct exit_seen){msg.command.cmd_id, msg.command.exit_code, msg.command.signal};
+            exits[n_exits++] = (struct exit_seen){msg.command.cmd_id, msg.command.exit_code,
+                                                  msg.command.signal, jl};
     }
 }
 
@@ -134,12 +138,14 @@ static int start(struct jail *jl, const struct jail_command_spec *spec, struct s
     return 0;
 }
 
-/* Everything fd gives until EOF (or EIO from a pty whose other side is gone), bounded. */
-static size_t read_all(int fd, char *buf, size_t size, unsigned ms)
+/* What fd gives until want appears in it (NULL: until EOF, or EIO from a pty whose other side
+ * is gone), bounded. */
+static size_t read_until(int fd, char *buf, size_t size, const char *want, unsigned ms)
 {
     size_t n = 0;
     uint64_t deadline = now_ms() + ms;
-    while (n + 1 < size && now_ms() < deadline) {
+    buf[0] = '\0';
+    while (n + 1 < size && now_ms() < deadline && !(want && strstr(buf, want))) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 100) <= 0)
             continue;
@@ -147,9 +153,14 @@ static size_t read_all(int fd, char *buf, size_t size, unsigned ms)
         if (r <= 0)
             break;
         n += (size_t)r;
+        buf[n] = '\0';
     }
-    buf[n] = '\0';
     return n;
+}
+
+static size_t read_all(int fd, char *buf, size_t size, unsigned ms)
+{
+    return read_until(fd, buf, size, NULL, ms);
 }
 
 static void close_started(struct started *s)
@@ -190,9 +201,176 @@ static int make_listener(const char *name)
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     snprintf(addr.sun_path, sizeof addr.sun_path, "%s/%s", run_dir, name);
+    unlink(addr.sun_path); /* a sandbox made again under its old name */
     if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(fd, 8) < 0)
         return -1;
     return fd;
+}
+
+/* Runs argv in jl (as root or as the user), its stdout in out; returns its exit code, or -1 if
+ * it could not start or was killed. */
+static int run_command(struct jail *jl, const char *const *argv, bool as_root, char *out,
+                       size_t size)
+{
+    struct jail_command_spec c = {.argv = argv, .envp = env, .as_root = as_root};
+    struct started s;
+    char why[512];
+    out[0] = '\0';
+    if (start(jl, &c, &s, why, sizeof why) < 0) {
+        printf("# start %s: %s\n", argv[0], why);
+        return -1;
+    }
+    read_all(s.out, out, size, 10000);
+    const struct exit_seen *e = wait_exit(jl, s.cmd_id, 10000);
+    if (!e) {
+        close_started(&s);
+        return -1;
+    }
+    int code = e->sig ? -1 : e->code;
+    finish(jl, &s, e, NULL);
+    return code;
+}
+
+/* One check: `sh -c script` in jl exits 0 and prints want. */
+static void check_sh(struct jail *jl, bool as_root, const char *script, const char *want,
+                     const char *what)
+{
+    const char *const argv[] = {"/bin/sh", "-c", script, NULL};
+    char out[4096];
+    int code = run_command(jl, argv, as_root, out, sizeof out);
+    ok(code == 0 && strcmp(out, want) == 0, "%s", what);
+    if (code != 0 || strcmp(out, want) != 0)
+        printf("#   exit %d, output \"%s\", want \"%s\"\n", code, out, want);
+}
+
+/* An agent sandbox like base_spec's, named name, with a writable root on the disk layer
+ * layer_dir, in the uid range u. A check that it starts, named what, unless what is NULL. */
+static int start_writable(struct jail *jl, const struct jail_spec *base_spec, const char *name,
+                          const char *layer_dir, const struct uid_range *u, const char *what,
+                          err_t *err)
+{
+    char sock[96];
+    snprintf(sock, sizeof sock, "%s.sock", name);
+    struct jail_spec spec = *base_spec;
+    spec.name = name;
+    spec.writable_root = true;
+    spec.layer_dir = layer_dir;
+    spec.host_uid_base = u->host_base;
+    spec.hold_fd = u->lock_fd;
+    spec.listen_fd = make_listener(sock);
+    if (spec.listen_fd < 0)
+        return err_set(err, errno, "listen on %s", sock);
+    int rc = jail_start(&spec, jl, err);
+    close(spec.listen_fd);
+    if (what)
+        ok(rc == 0, "%s (%s)", what, rc ? err->msg : "ok");
+    return rc;
+}
+
+/* Destroys jl and forgets its commands' ends (a sandbox made again in jl numbers from 1). */
+static bool destroyed(struct jail *jl, const char *what)
+{
+    err_t err = {0};
+    int rc = jail_destroy(jl, &err);
+    jail_reap(jl);
+    size_t kept = 0;
+    for (size_t i = 0; i < n_exits; i++)
+        if (exits[i].from != jl)
+            exits[kept++] = exits[i];
+    n_exits = kept;
+    if (rc < 0)
+        printf("# destroy %s: %s\n", what, err.msg);
+    return rc == 0;
+}
+
+/* Persistent agent sandboxes: sandbox root changes /usr and /etc through the namespaced
+ * capabilities a writable root keeps, the user does not; a second sandbox sees none of it and
+ * cannot take the same layer; the changes outlive the sandbox, also under another uid range. */
+static void writable_root_checks(const struct jail_spec *base_spec, const char *state_dir,
+                                 const struct uid_range *uids, const struct template_paths *tpl)
+{
+    char sandboxes[PATH_MAX], layer_a[PATH_MAX], layer_b[PATH_MAX];
+    snprintf(sandboxes, sizeof sandboxes, "%s/sandboxes", state_dir);
+    snprintf(layer_a, sizeof layer_a, "%s/wr-a", sandboxes);
+    snprintf(layer_b, sizeof layer_b, "%s/wr-b", sandboxes);
+    err_t err = {0};
+    struct uid_range uids2 = {.lock_fd = -1};
+    /* A host that cannot give any sandbox a writable root is said to be one, not failed: the
+     * test guest has no loop driver, and its /usr (the host's, over 9p) cannot be idmapped. */
+    if (access("/dev/loop-control", F_OK) < 0) {
+        ok(1, "writable root # SKIP no loop devices here (/dev/loop-control: %s)", strerror(errno));
+        return;
+    }
+    mkdir(sandboxes, 0700);
+    if (disk_layer_create(layer_a, 64ull << 20, &err) < 0 ||
+        disk_layer_create(layer_b, 64ull << 20, &err) < 0 ||
+        uid_range_acquire(lock_path, &uids2, &err) < 0) {
+        ok(0, "writable root: setup: %s", err.msg);
+        return;
+    }
+    char caps[64];
+    snprintf(caps, sizeof caps, "CapEff:\t%016llx\n", (unsigned long long)JAIL_WRITABLE_ROOT_CAPS);
+
+    struct jail a, b;
+    int rc = start_writable(&a, base_spec, "agent-wr", layer_a, uids, NULL, &err);
+    if (rc < 0 && err.errnum == EINVAL && strstr(err.msg, "can its filesystem be idmapped")) {
+        ok(1, "writable root # SKIP %s", err.msg);
+        goto out;
+    }
+    ok(rc == 0, "an agent sandbox starts with a writable root (%s)", rc ? err.msg : "ok");
+    if (rc < 0)
+        goto out;
+    check_sh(&a, true,
+             "echo v1 >/usr/hutch-wr && echo e1 >/etc/hutch-wr && chown 1000:1000 /etc/hutch-wr && "
+             "mkdir -p /usr/local/lib/hutch-wr && grep ^CapEff /proc/self/status",
+             caps,
+             "a root command writes under /usr and /etc and chowns there, with CHOWN, "
+             "DAC_OVERRIDE, FOWNER and FSETID of its namespace");
+    check_sh(&a, false,
+             "echo h >/home/user/h && ! (echo u >/usr/hutch-wr-user) 2>/dev/null && "
+             "grep ^CapEff /proc/self/status",
+             "CapEff:\t0000000000000000\n",
+             "a user command writes its home but not /usr, and has no capability");
+    struct stat st;
+    char tpl_file[PATH_MAX + 16];
+    snprintf(tpl_file, sizeof tpl_file, "%s/etc/hutch-wr", tpl->rootfs);
+    ok(stat("/usr/hutch-wr", &st) < 0 && errno == ENOENT && stat(tpl_file, &st) < 0 &&
+           errno == ENOENT,
+       "the host's /usr and the template are unchanged");
+
+    rc = start_writable(&b, base_spec, "agent-wr2", layer_a, &uids2, NULL, &err);
+    ok(rc < 0 && err.errnum == EBUSY, "a second sandbox cannot take a layer in use (%s)",
+       rc ? err.msg : "it could");
+    if (rc == 0)
+        destroyed(&b, "agent-wr2");
+    if (start_writable(&b, base_spec, "agent-wr2", layer_b, &uids2,
+                       "a second sandbox starts on a layer of its own", &err) == 0) {
+        check_sh(&b, true,
+                 "test ! -e /usr/hutch-wr && test ! -e /etc/hutch-wr && "
+                 "test ! -e /usr/local/lib/hutch-wr && echo v2 >/usr/hutch-wr && cat /usr/hutch-wr",
+                 "v2\n", "it sees nothing of the first one's changes, and makes its own");
+        check_sh(&a, false, "cat /usr/hutch-wr", "v1\n", "which the first one does not see");
+        ok(destroyed(&b, "agent-wr2"), "destroy the second");
+    }
+    ok(destroyed(&a, "agent-wr"), "destroy the first");
+    struct disk_layer_usage u;
+    rc = disk_layer_usage(layer_a, &u, &err);
+    ok(rc == 0, "its layer is free again (%s)", rc ? err.msg : "ok");
+
+    /* Made again on the same layer, under the other uid range: the layer's ids are the
+     * sandbox's own, whatever host range it runs under. */
+    if (start_writable(&a, base_spec, "agent-wr", layer_a, &uids2,
+                       "the sandbox is made again on its layer", &err) == 0) {
+        check_sh(&a, false,
+                 "cat /usr/hutch-wr /etc/hutch-wr /home/user/h && stat -c %u:%g /etc/hutch-wr && "
+                 "test -d /usr/local/lib/hutch-wr",
+                 "v1\ne1\nh\n1000:1000\n", "what it changed is still there, with its owners");
+        ok(destroyed(&a, "agent-wr"), "destroy it again");
+    }
+out:
+    uid_range_release(&uids2);
+    rc = disk_layer_remove(layer_a, &err) < 0 || disk_layer_remove(layer_b, &err) < 0 ? -1 : 0;
+    ok(rc == 0, "the layers are removed, no sandbox holds them (%s)", rc ? err.msg : "ok");
 }
 
 /* The second process: reopens by name, lists, runs a command, freezes and thaws. */
@@ -357,13 +535,15 @@ int main(void)
                                    .cols = 100};
     if (start(&j, &c4, &s, why, sizeof why) == 0) {
         ok(s.pty >= 0 && s.out < 0, "a pty command gets the master only");
-        usleep(300000);
+        /* Resized once the first size is out, not after a fixed sleep: a slow sandbox (the
+         * test guest, under TCG) would print the new size twice. */
+        size_t n = read_until(s.pty, out, sizeof out, "30 100", 10000);
         uint32_t rid = next_request++;
         ok(jail_agent_resize(&j, rid, s.cmd_id, 40, 120, &err) == 0 &&
                wait_reply(&j, rid, 5000) == 0 && msg.type == PROTO_OK,
            "RESIZE is answered");
         (void)!write(s.pty, "\n", 1);
-        read_all(s.pty, out, sizeof out, 3000);
+        read_all(s.pty, out + n, sizeof out - n, 3000);
         ok(strstr(out, "/dev/pts/") && strstr(out, "30 100") && strstr(out, "40 120"),
            "the command sees a pts of its own, 30x100, then 40x120");
         e = wait_exit(&j, s.cmd_id, 5000);
@@ -455,6 +635,12 @@ int main(void)
             first = msg.entries[i].cmd_id;
     ok(first != 0, "with their tags");
 
+    /* without a writable root, root has no capability and /usr stays the host's (the control
+     * for writable_root_checks) */
+    check_sh(&j, true, "grep ^CapEff /proc/self/status; ! (echo x >/usr/hutch-wr) 2>/dev/null",
+             "CapEff:\t0000000000000000\n",
+             "without a writable root a root command cannot write /usr, and has no capability");
+
     /* a process that did not create it */
     ok(jail_record_save(&j, uids.host_base, run_fd, "agent-t.sock", &err) == 0,
        "record the sandbox (%s)", err.msg);
@@ -482,6 +668,8 @@ int main(void)
     struct stat st;
     ok(have_path && stat(cg_path, &st) < 0 && errno == ENOENT, "its cgroups are gone");
     jail_record_remove(run_fd, "agent-t", &err);
+
+    writable_root_checks(&spec, state_dir, &uids, &tpl);
     uid_range_release(&uids);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", base);

@@ -226,5 +226,26 @@ int main(void)
         "--code and --code-file");
     bad(ARGV("--cwd", "relative", "--", "x"), "absolute", "relative --cwd");
     bad(ARGV("--seccomp", "none", "--", "x"), "--seccomp", "unknown seccomp profile");
+
+    char *argv_wr[] = {"run", "--writable-root", "ws-1.a_b", "--state-dir", "/tmp/s", "--", "true",
+                       NULL};
+    ok(parse(&o, &err, argv_wr) == 0 && o.writable_root &&
+           strcmp(o.writable_root, "ws-1.a_b") == 0 && o.state_dir &&
+           strcmp(o.state_dir, "/tmp/s") == 0,
+       "--writable-root NAME and --state-dir DIR");
+    run_options_free(&o);
+    char *argv_nowr[] = {"run", "--", "true", NULL};
+    ok(parse(&o, &err, argv_nowr) == 0 && !o.writable_root && !o.state_dir,
+       "no writable root by default");
+    run_options_free(&o);
+    bad(ARGV("--writable-root", "", "--", "x"), "--writable-root", "empty layer name");
+    bad(ARGV("--writable-root", "../etc", "--", "x"), "--writable-root", "layer name with ..");
+    bad(ARGV("--writable-root", ".hidden", "--", "x"), "--writable-root",
+        "layer name with a dot first");
+    bad(ARGV("--writable-root", "a/b", "--", "x"), "--writable-root", "layer name with a slash");
+    bad(ARGV("--writable-root", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+             "--", "x"),
+        "--writable-root", "layer name of 65 bytes");
+    bad(ARGV("--state-dir", "relative", "--", "x"), "--state-dir", "relative --state-dir");
     return done_testing();
 }

@@ -1,0 +1,49 @@
+#include "jail/idmap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+
+int idmap_userns_open(pid_t pid, err_t *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, errno, "open %s", path);
+    return fd;
+}
+
+int idmap_clone(int userns_fd, const char *path, err_t *err)
+{
+    /* No AT_RECURSIVE: see idmap.h. */
+    cleanup_fd int fd =
+        (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, errno, "open_tree %s", path);
+    /* Read-only although overlayfs never writes to a lower layer (and makes its own private
+     * copy of the mount read-only): until the child has mounted its overlays, this mount sits
+     * in the sandbox's namespace, and a write through it would reach the host's file with the
+     * sandbox's root seen as its owner. */
+    struct mount_attr attr = {
+        .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        .userns_fd = (uint64_t)userns_fd,
+    };
+    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+        if (errno == EINVAL)
+            return err_set(err, errno, "idmap %s (can its filesystem be idmapped?)", path);
+        return err_set(err, errno, "idmap %s", path);
+    }
+    return steal_fd(&fd);
+}
+
+int idmap_attach(int tree_fd, int dirfd, const char *name)
+{
+    return (int)syscall(SYS_move_mount, tree_fd, "", dirfd, name, MOVE_MOUNT_F_EMPTY_PATH);
+}
