@@ -54,11 +54,13 @@ int privs_apply_rlimits(const struct jail_limits *limits)
     return 0;
 }
 
-static int capset_empty(void)
+/* Permitted and effective: keep; inheritable: nothing. */
+static int capset_only(uint32_t keep)
 {
     struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof data);
+    data[0].permitted = data[0].effective = keep;
     return (int)syscall(SYS_capset, &hdr, data);
 }
 
@@ -83,7 +85,7 @@ int privs_drop(uid_t uid, bool die_with_parent)
         return -1;
     if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
         return -1;
-    if (capset_empty() < 0)
+    if (capset_only(0) < 0)
         return -1;
     if (die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         return -1;
@@ -92,7 +94,12 @@ int privs_drop(uid_t uid, bool die_with_parent)
 
 int privs_drop_caps(void)
 {
-    if (capset_empty() < 0)
+    return privs_keep_caps(0);
+}
+
+int privs_keep_caps(uint32_t keep)
+{
+    if (capset_only(keep) < 0)
         return -1;
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }

@@ -2,6 +2,7 @@
  * sandbox user, no_new_privs. All of these return -1 with errno and allocate nothing. */
 #pragma once
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "jail/jail.h"
 
@@ -14,5 +15,8 @@ int privs_drop(uid_t uid, bool die_with_parent);
  * the capability sets and sets no_new_privs; uid, bounding set and securebits, which only
  * matter at exec, stay as they are. Keeps PR_SET_PDEATHSIG (no credential change). */
 int privs_drop_caps(void);
+/* privs_drop_caps, but the capabilities in keep (a mask of 1 << CAP_*, each below 32) stay in the
+ * permitted and effective sets. */
+int privs_keep_caps(uint32_t keep);
 /* Brings up lo in the current network namespace. */
 int netns_loopback_up(void);
