@@ -347,6 +347,15 @@ static int push(char ***arr, size_t *n, const char *s, err_t *err)
     return 0;
 }
 
+/* A single field's first time: sets *have. A second time refuses the message. */
+static int once(bool *have, const struct proto_field *f, err_t *err)
+{
+    if (*have)
+        return err_set(err, EBADMSG, "protocol: field %u twice", f->tag);
+    *have = true;
+    return 0;
+}
+
 int proto_decode_spawn(const struct proto_msg *m, struct proto_spawn *out, err_t *err)
 {
     memset(out, 0, sizeof *out);
@@ -364,18 +373,17 @@ int proto_decode_spawn(const struct proto_msg *m, struct proto_spawn *out, err_t
         const char *s;
         switch (f.tag) {
         case PROTO_T_TAG:
-            if (have_tag || proto_field_str(&f, PROTO_MAX_STRING, &out->tag, err) < 0)
+            if (once(&have_tag, &f, err) < 0 ||
+                proto_field_str(&f, PROTO_MAX_STRING, &out->tag, err) < 0)
                 goto bad;
-            have_tag = true;
             break;
         case PROTO_T_CGROUP:
-            if (have_cgroup || proto_field_str(&f, 32, &out->cgroup, err) < 0)
+            if (once(&have_cgroup, &f, err) < 0 || proto_field_str(&f, 32, &out->cgroup, err) < 0)
                 goto bad;
             if (!cgroup_name_ok(out->cgroup)) {
                 err_set(err, EINVAL, "protocol: bad cgroup name");
                 goto bad;
             }
-            have_cgroup = true;
             break;
         case PROTO_T_ARG:
             if (proto_field_str(&f, PROTO_MAX_ARG, &s, err) < 0 ||
@@ -393,14 +401,14 @@ int proto_decode_spawn(const struct proto_msg *m, struct proto_spawn *out, err_t
                 goto bad;
             break;
         case PROTO_T_CWD:
-            if (have_cwd || proto_field_str(&f, PROTO_MAX_STRING, &out->cwd, err) < 0)
+            if (once(&have_cwd, &f, err) < 0 ||
+                proto_field_str(&f, PROTO_MAX_STRING, &out->cwd, err) < 0)
                 goto bad;
             if (out->cwd[0] != '/') {
                 err_set(err, EINVAL, "protocol: working directory %.64s is not absolute",
                         out->cwd);
                 goto bad;
             }
-            have_cwd = true;
             break;
         case PROTO_T_USER:
             if (proto_field_u32_max(&f, 1, &v, err) < 0)
@@ -413,14 +421,12 @@ int proto_decode_spawn(const struct proto_msg *m, struct proto_spawn *out, err_t
             out->stdin_pipe = v;
             break;
         case PROTO_T_ROWS:
-            if (have_rows || proto_field_u32_max(&f, 65535, &rows, err) < 0)
+            if (once(&have_rows, &f, err) < 0 || proto_field_u32_max(&f, 65535, &rows, err) < 0)
                 goto bad;
-            have_rows = true;
             break;
         case PROTO_T_COLS:
-            if (have_cols || proto_field_u32_max(&f, 65535, &cols, err) < 0)
+            if (once(&have_cols, &f, err) < 0 || proto_field_u32_max(&f, 65535, &cols, err) < 0)
                 goto bad;
-            have_cols = true;
             break;
         case PROTO_T_CGROUP_FDS:
             if (proto_field_u32(&f, &cgroup_fds, err) < 0)

@@ -35,7 +35,7 @@ static void check_string(const char *s, const uint8_t *buf, size_t len)
 static void check_spawn(const struct proto_msg *m, const uint8_t *buf, size_t len)
 {
     struct proto_spawn s;
-    err_t err;
+    err_t err = {0}; /* a failure must say why: an empty message is one that did not */
     if (proto_decode_spawn(m, &s, &err) < 0) {
         fuzz_assert(err.msg[0] != '\0');
         fuzz_assert(s.argv == NULL && s.envp == NULL);
@@ -93,7 +93,7 @@ static void check_file(const struct proto_file_entry *e, const uint8_t *buf, siz
 static void check_file_request(const struct proto_msg *m, const uint8_t *buf, size_t len)
 {
     struct proto_file_request r, r2;
-    err_t err;
+    err_t err = {0};
     if (proto_decode_file_request(m, &r, &err) < 0) {
         fuzz_assert(err.msg[0] != '\0');
         return;
@@ -164,7 +164,7 @@ static void check_file_answers(const struct proto_msg *m, const uint8_t *buf, si
 static void check_message(const uint8_t *buf, size_t len)
 {
     struct proto_msg m;
-    err_t err;
+    err_t err = {0};
     if (proto_parse(buf, len, &m, &err) < 0) {
         fuzz_assert(err.msg[0] != '\0');
         return;
