@@ -75,7 +75,7 @@ build/san/%.o: %.c $(wildcard src/*/*.h)
 	@echo "  CC    $< (sanitizers)"
 	@$(CC) $(CFLAGS_BASE) $(SAN) -c -o $@ $<
 
-build/tests/%: tests/unit/%.c tests/unit/tap.h $(SAN_LIB_OBJS)
+build/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(SAN_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST  $@"
 	@$(CC) $(CFLAGS_BASE) $(SAN) -Itests/unit -o $@ $< $(SAN_LIB_OBJS) $(LIBS)

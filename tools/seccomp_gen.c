@@ -28,7 +28,7 @@ int main(void)
            "#include \"jail/seccomp.h\"\n\n");
     if (emit(SECCOMP_PROFILE_DEFAULT, "default") < 0 ||
         emit(SECCOMP_PROFILE_STRICT, "strict") < 0 || emit(SECCOMP_PROFILE_INIT, "init") < 0 ||
-        emit(SECCOMP_PROFILE_AGENT, "agent") < 0)
+        emit(SECCOMP_PROFILE_AGENT, "agent") < 0 || emit(SECCOMP_PROFILE_FILES, "files") < 0)
         return 1;
     printf("int seccomp_builtin(enum seccomp_profile profile, struct seccomp_program *out)\n"
            "{\n"
@@ -48,6 +48,10 @@ int main(void)
            "    case SECCOMP_PROFILE_AGENT:\n"
            "        out->filter = (struct sock_filter *)agent_filter;\n"
            "        out->len = sizeof agent_filter / sizeof agent_filter[0];\n"
+           "        return 0;\n"
+           "    case SECCOMP_PROFILE_FILES:\n"
+           "        out->filter = (struct sock_filter *)files_filter;\n"
+           "        out->len = sizeof files_filter / sizeof files_filter[0];\n"
            "        return 0;\n"
            "    }\n"
            "    return -1;\n"

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "util/err.h"
@@ -54,6 +55,9 @@ struct files_entry {
     gid_t gid;
     int64_t mtime_ns; /* modification time, ns since the epoch */
 };
+
+/* Fills the metadata part of entry (all but path and name) from st, e.g. an opened file's fstat. */
+void files_entry_fill(struct files_entry *entry, const struct stat *st);
 
 /* Metadata of path. With follow_final_symlink, a final symlink is followed (inside the root) and
  * the target's metadata is returned under the link's name; without it, the link itself is. */

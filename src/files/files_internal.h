@@ -92,5 +92,3 @@ static inline const char *files_path_rel(const char *path, size_t base_len, size
     return path + base_len + (base_len == 1 ? 0 : 1);
 }
 
-/* Fills the metadata part of an entry from st. */
-void files_entry_fill(struct files_entry *entry, const struct stat *st);

@@ -21,10 +21,13 @@
 #include <unistd.h>
 
 #include "init/commands.h"
+#include "init/files_worker.h"
+#include "init/relay.h"
 #include "init/spawner.h"
 #include "jail/control.h"
 #include "jail/privs.h"
 #include "proto/proto.h"
+#include "proto/proto_files.h"
 
 #define AGENT_MAX_CLIENTS 8
 #define AGENT_MAX_QUEUE   64 /* spawns waiting for the spawner */
@@ -54,6 +57,9 @@ struct agent {
         int status;
     } early[AGENT_EARLY_MAX];
     size_t n_early;
+    /* The files workers: [0] the user's, [1] root's (a request's USER says which). */
+    struct relay files[2];
+    uint32_t next_file_id;
 };
 
 /* ---------- replies ---------- */
@@ -67,6 +73,13 @@ static void drop_client(struct agent *a, int c)
     for (size_t i = 0; i < a->queued; i++)
         if (a->queue[i].client == c)
             a->queue[i].client = -1;
+    for (size_t i = 0; i < 2; i++)
+        relay_client_gone(&a->files[i], c);
+}
+
+static void relay_drop(void *arg, int c)
+{
+    drop_client(arg, c);
 }
 
 /* A client that cannot take a reply now is gone: init never waits for a host. */
@@ -427,6 +440,32 @@ static void handle_list(struct agent *a, int c, const struct proto_msg *m)
     send_to(a, c, buf, proto_finish(&w), NULL, 0);
 }
 
+/* A file request: checked here too (the host hears a bad one at once), then to its user's
+ * worker; a watch is stopped by the worker that holds it, for the host that started it. */
+static void handle_file(struct agent *a, int c, const struct proto_msg *m, uint8_t *buf,
+                        size_t len)
+{
+    struct proto_file_request r;
+    err_t err;
+    if (proto_decode_file_request(m, &r, &err) < 0) {
+        reply_error(a, c, m->request_id, err.errnum, err.msg);
+        return;
+    }
+    struct relay *to = &a->files[r.as_root ? 1 : 0];
+    if (r.type == PROTO_WATCH_STOP) {
+        to = NULL;
+        for (size_t i = 0; i < 2; i++)
+            if (relay_has_watch(&a->files[i], r.watch_id, c))
+                to = &a->files[i];
+        if (!to) {
+            reply_error(a, c, m->request_id, ESRCH, "no such watch");
+            return;
+        }
+    }
+    if (relay_forward(to, c, buf, len, m, &err) < 0)
+        reply_error(a, c, m->request_id, err.errnum, err.msg);
+}
+
 static void handle_hello(struct agent *a, int c, const struct proto_msg *m)
 {
     uint8_t buf[64];
@@ -506,7 +545,10 @@ static void handle_client(struct agent *a, int c)
             break;
         }
         default:
-            reply_error(a, c, m.request_id, EOPNOTSUPP, "not a request init serves");
+            if (proto_is_file_request(m.type))
+                handle_file(a, c, &m, buf, (size_t)n);
+            else
+                reply_error(a, c, m.request_id, EOPNOTSUPP, "not a request init serves");
         }
     }
     for (size_t i = 0; i < n_fds; i++)
@@ -549,38 +591,58 @@ static void reap(struct agent *a)
     }
 }
 
+/* A process that init forks before its own filter (the spawner, a files worker), with a socket
+ * to it: returns init's end in init, the helper's end in the helper (*child). */
+static int fork_helper(bool *child)
+{
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        _exit(1);
+    proto_socket_tune(sp[0]);
+    proto_socket_tune(sp[1]);
+    pid_t pid = fork();
+    if (pid < 0)
+        _exit(1);
+    *child = pid == 0;
+    close(sp[*child ? 0 : 1]);
+    return sp[*child ? 1 : 0];
+}
+
 void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_program *prog,
                 bool writable_root)
 {
     struct control_msg ready = {.type = CONTROL_READY};
     if (control_send(ctl, &ready, -1) < 0)
         _exit(1);
-    int sp[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-        _exit(1);
-    proto_socket_tune(sp[0]);
-    proto_socket_tune(sp[1]);
     /* The spawner first, while init still may fork and exec: it keeps the privileges a command
      * needs to become its user, and nothing else of init's. */
-    pid_t spawner = fork();
-    if (spawner < 0)
-        _exit(1);
-    if (spawner == 0) {
-        close(sp[0]);
+    bool child;
+    int spawner_fd = fork_helper(&child);
+    if (child) {
         close(ctl);
         close(listen_fd);
         if (hold_fd >= 0)
             close(hold_fd);
-        spawner_main(sp[1], prog, writable_root);
+        spawner_main(spawner_fd, prog, writable_root);
     }
-    close(sp[1]);
+    /* The files workers too, each with its user's rights and nothing of init's (they close
+     * every fd but their socket). */
+    int files_fds[2];
+    for (int root = 0; root <= 1; root++) {
+        files_fds[root] = fork_helper(&child);
+        if (child)
+            files_worker_main(files_fds[root], root, writable_root);
+    }
     static struct agent a;
     a.listen_fd = listen_fd;
-    a.spawner_fd = sp[0];
+    a.spawner_fd = spawner_fd;
     for (int c = 0; c < AGENT_MAX_CLIENTS; c++)
         a.clients[c] = -1;
     a.clients[0] = ctl;
     commands_init(&a.cmds);
+    for (int i = 0; i < 2; i++)
+        relay_init(&a.files[i], files_fds[i], a.clients, AGENT_MAX_CLIENTS, &a.next_file_id,
+                   relay_drop, &a);
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
@@ -599,13 +661,20 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
         seccomp_install(&own) < 0)
         _exit(1);
     for (;;) {
-        struct pollfd p[3 + AGENT_MAX_CLIENTS];
+        enum { FILES_AT = 3 + AGENT_MAX_CLIENTS, N_POLL = FILES_AT + 2 };
+        struct pollfd p[N_POLL];
         p[0] = (struct pollfd){.fd = a.sigfd, .events = POLLIN};
         p[1] = (struct pollfd){.fd = a.spawner_fd, .events = POLLIN};
         p[2] = (struct pollfd){.fd = a.listen_fd, .events = POLLIN};
         for (int c = 0; c < AGENT_MAX_CLIENTS; c++)
             p[3 + c] = (struct pollfd){.fd = a.clients[c], .events = POLLIN};
-        if (poll(p, 3 + AGENT_MAX_CLIENTS, -1) < 0)
+        int timeout = -1;
+        for (int i = 0; i < 2; i++) {
+            int t = relay_poll(&a.files[i], &p[FILES_AT + i]);
+            if (t >= 0 && (timeout < 0 || t < timeout))
+                timeout = t;
+        }
+        if (poll(p, N_POLL, timeout) < 0)
             continue;
         /* The spawner's answers before the exits: a command's pid is known before its end. */
         if (p[1].revents)
@@ -617,5 +686,7 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
         for (int c = 0; c < AGENT_MAX_CLIENTS; c++)
             if (p[3 + c].revents && a.clients[c] >= 0)
                 handle_client(&a, c);
+        for (int i = 0; i < 2; i++)
+            relay_ready(&a.files[i], &p[FILES_AT + i]);
     }
 }

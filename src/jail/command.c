@@ -12,8 +12,8 @@
 
 #define SPAWN_BUF PROTO_MAX_TO_INIT
 
-static int send_or_fail(struct jail *jail, const void *buf, size_t len, const int *fds,
-                        size_t n_fds, err_t *err)
+int jail_agent_send(struct jail *jail, const void *buf, size_t len, const int *fds,
+                    size_t n_fds, err_t *err)
 {
     if (len == 0)
         return err_set(err, E2BIG, "sandbox %s: the request does not fit in a message", jail->name);
@@ -72,7 +72,7 @@ int jail_command_start(struct jail *jail, const struct jail_command_spec *spec,
         err_set(err, ENOMEM, "sandbox %s: spawn", jail->name);
         goto out;
     }
-    rc = send_or_fail(jail, buf, proto_encode_spawn(buf, SPAWN_BUF, request_id, &s), fds,
+    rc = jail_agent_send(jail, buf, proto_encode_spawn(buf, SPAWN_BUF, request_id, &s), fds,
                       (size_t)n_fds, err);
 out:
     for (int i = 0; i < n_fds; i++)
@@ -97,7 +97,7 @@ int jail_agent_request(struct jail *jail, enum proto_type type, uint32_t request
         proto_put_u32(&w, PROTO_T_SIGNAL, arg);
         proto_put_u32(&w, PROTO_T_GROUP, group ? 1 : 0);
     }
-    return send_or_fail(jail, buf, proto_finish(&w), NULL, 0, err);
+    return jail_agent_send(jail, buf, proto_finish(&w), NULL, 0, err);
 }
 
 int jail_agent_stdin_write(struct jail *jail, uint32_t request_id, uint32_t cmd_id,
@@ -110,7 +110,7 @@ int jail_agent_stdin_write(struct jail *jail, uint32_t request_id, uint32_t cmd_
     proto_begin(&w, buf, sizeof buf, PROTO_STDIN_WRITE, request_id, 0);
     proto_put_u32(&w, PROTO_T_CMD_ID, cmd_id);
     proto_put_bytes(&w, PROTO_T_DATA, data, len);
-    return send_or_fail(jail, buf, proto_finish(&w), NULL, 0, err);
+    return jail_agent_send(jail, buf, proto_finish(&w), NULL, 0, err);
 }
 
 int jail_agent_resize(struct jail *jail, uint32_t request_id, uint32_t cmd_id,
@@ -122,7 +122,7 @@ int jail_agent_resize(struct jail *jail, uint32_t request_id, uint32_t cmd_id,
     proto_put_u32(&w, PROTO_T_CMD_ID, cmd_id);
     proto_put_u32(&w, PROTO_T_ROWS, rows);
     proto_put_u32(&w, PROTO_T_COLS, cols);
-    return send_or_fail(jail, buf, proto_finish(&w), NULL, 0, err);
+    return jail_agent_send(jail, buf, proto_finish(&w), NULL, 0, err);
 }
 
 /* SPAWN_REPLY: the ends, in PROTO_FD_* order, exactly as many as the mask says. */
@@ -150,6 +150,7 @@ int jail_agent_recv(struct jail *jail, struct jail_agent_msg *out, err_t *err)
     memset(out, 0, offsetof(struct jail_agent_msg, raw));
     for (int i = 0; i < 4; i++)
         out->fds[i] = -1;
+    out->files.fd = -1;
     ssize_t n = proto_recv(jail->control_fd, out->raw, sizeof out->raw, fds, PROTO_MAX_FDS,
                            &n_fds);
     if (n < 0 && errno == EAGAIN)
@@ -185,15 +186,26 @@ int jail_agent_recv(struct jail *jail, struct jail_agent_msg *out, err_t *err)
         snprintf(out->message, sizeof out->message, "%s", text ? text : "");
         break;
     }
-    case PROTO_OK:
+    case PROTO_OK: {
+        uint32_t created = 0;
         proto_get_u32(&m, PROTO_T_WRITTEN, &out->written, NULL);
-        break;
-    case PROTO_HELLO_REPLY: {
-        uint32_t v;
-        if (proto_get_u32(&m, PROTO_T_VERSION, &v, err) < 0)
-            goto out;
+        proto_get_u32(&m, PROTO_T_WATCH_ID, &out->files.watch_id, NULL);
+        proto_get_u32(&m, PROTO_T_CREATED, &created, NULL);
+        out->files.created = created == 1;
         break;
     }
+    case PROTO_FILE_INFO:
+    case PROTO_FILE_OPENED:
+    case PROTO_FILE_LIST_REPLY:
+    case PROTO_WATCH_EVENTS:
+    case PROTO_WATCH_ENDED:
+        if (jail_files_decode(jail, &m, fds, &n_fds, out, err) < 0)
+            goto out;
+        break;
+    case PROTO_HELLO_REPLY:
+        if (proto_get_u32(&m, PROTO_T_VERSION, &out->version, err) < 0)
+            goto out;
+        break;
     case PROTO_LIST_REPLY: {
         struct proto_iter it;
         struct proto_field f;

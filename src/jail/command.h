@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "jail/files.h"
 #include "jail/jail.h"
 #include "jail/verdict.h"
 #include "proto/proto.h"
@@ -39,17 +40,23 @@ struct jail_agent_msg {
     int fds[4];                   /* SPAWN_REPLY: stdout, stderr, stdin, pty (or -1); the
                                      caller's to close */
     uint32_t written;             /* OK of a STDIN_WRITE */
-    int errnum;                   /* ERROR */
-    char message[512];            /* ERROR */
+    uint32_t version;             /* HELLO_REPLY: the protocol version init speaks (files: 2) */
+    struct jail_files_msg files;  /* the file answers and watch events (files.h) */
+    int errnum;                   /* ERROR, WATCH_ENDED */
+    char message[512];            /* ERROR, WATCH_ENDED */
     /* LIST_REPLY: the entries, and whether more chunks follow */
     struct proto_command entries[PROTO_MAX_ENTRIES];
     size_t n_entries;
     bool more;
     uint8_t raw[PROTO_MAX_TO_HOST]; /* the message itself: every string above points into it */
 };
-/* About 80 KiB: not for the stack of a deep call. 1 with a message, 0 when nothing is waiting, -1 (err) on a malformed message or when init's
+/* About 120 KiB: not for the stack of a deep call. 1 with a message, 0 when nothing is waiting, -1 (err) on a malformed message or when init's
  * end has closed (EPIPE). */
 int jail_agent_recv(struct jail *jail, struct jail_agent_msg *out, err_t *err);
+
+/* Sends an encoded request (len 0: it did not fit, E2BIG) with fds; never blocks. */
+int jail_agent_send(struct jail *jail, const void *buf, size_t len, const int *fds, size_t n_fds,
+                    err_t *err);
 
 /* Requests about one command (cmd_id as init numbered it): SIGNAL (arg = signal, group when
  * to its process group), STDIN_CLOSE, FORGET, ATTACH, LIST (cmd_id 0), HELLO. */

@@ -28,6 +28,7 @@
 #include "util/err.h"
 
 #define JAIL_USER_UID   1000
+#define JAIL_USER_GID   1000 /* the user's group: commands and the files worker run as both */
 #define JAIL_USER_NAME  "user"
 #define JAIL_USER_HOME  "/home/user"
 #define JAIL_OUTPUT_DIR "/output"

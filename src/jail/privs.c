@@ -54,20 +54,18 @@ int privs_apply_rlimits(const struct jail_limits *limits)
     return 0;
 }
 
-/* Sets the effective, permitted and inheritable sets to caps (a mask of CAP_* bits). */
-static int capset_to(uint64_t caps)
+/* Sets the effective and permitted sets to caps (a mask of CAP_* bits), the inheritable set to
+ * caps too when inheritable (ambient ones must be inheritable), else to nothing. */
+static int capset_to(uint64_t caps, bool inheritable)
 {
     struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof data);
-    for (int i = 0; i < 2; i++)
-        data[i].effective = data[i].permitted = data[i].inheritable = (uint32_t)(caps >> (32 * i));
+    for (int i = 0; i < 2; i++) {
+        data[i].effective = data[i].permitted = (uint32_t)(caps >> (32 * i));
+        data[i].inheritable = inheritable ? data[i].effective : 0;
+    }
     return (int)syscall(SYS_capset, &hdr, data);
-}
-
-static int capset_empty(void)
-{
-    return capset_to(0);
 }
 
 int privs_drop(uid_t uid, uint64_t keep_caps, bool die_with_parent)
@@ -93,7 +91,7 @@ int privs_drop(uid_t uid, uint64_t keep_caps, bool die_with_parent)
         return -1;
     if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
         return -1;
-    if (capset_to(keep_caps) < 0)
+    if (capset_to(keep_caps, true) < 0)
         return -1;
     /* NOROOT gives uid 0 nothing at execve, so the kept ones go through as ambient: they stay
      * across execve of any program without file capabilities, and no program gains more. */
@@ -108,7 +106,12 @@ int privs_drop(uid_t uid, uint64_t keep_caps, bool die_with_parent)
 
 int privs_drop_caps(void)
 {
-    if (capset_empty() < 0)
+    return privs_keep_caps(0);
+}
+
+int privs_keep_caps(uint64_t keep)
+{
+    if (capset_to(keep, false) < 0)
         return -1;
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }

@@ -16,5 +16,8 @@ int privs_drop(uid_t uid, uint64_t keep_caps, bool die_with_parent);
  * the capability sets and sets no_new_privs; uid, bounding set and securebits, which only
  * matter at exec, stay as they are. Keeps PR_SET_PDEATHSIG (no credential change). */
 int privs_drop_caps(void);
+/* privs_drop_caps, but the capabilities in keep (a mask of 1 << CAP_*) stay in the permitted
+ * and effective sets; none is inheritable. */
+int privs_keep_caps(uint64_t keep);
 /* Brings up lo in the current network namespace. */
 int netns_loopback_up(void);

@@ -353,13 +353,45 @@ static int build_agent(scmp_filter_ctx ctx, err_t *err)
     return add_rules(ctx, SCMP_ACT_ALLOW, allowed, ARRAY_LEN(allowed), err);
 }
 
+/* A files worker (src/init/files_worker.c): the calls of src/files (its README lists them) on
+ * the sandbox's tree and on the worker's own /proc/self/fd, inotify, its socket to init, memory
+ * for malloc. Not even a signal to anyone, nor a change of its identity (setfsuid and the rest
+ * are absent: the user's worker stays the user). renameat: glibc's renameat2() with no flags.
+ * sysinfo: glibc's qsort asks how much memory there is before it sorts a large directory. */
+static int build_files(scmp_filter_ctx ctx, err_t *err)
+{
+    /* clang-format off */
+    static const struct syscall_entry allowed[] = {
+        SYSCALL_ENTRY(openat),        SYSCALL_ENTRY(openat2),         SYSCALL_ENTRY(close),
+        SYSCALL_ENTRY(fstat),         SYSCALL_ENTRY(newfstatat),      SYSCALL_ENTRY(statx),
+        SYSCALL_ENTRY(fstatfs),       SYSCALL_ENTRY(getdents64),      SYSCALL_ENTRY(readlinkat),
+        SYSCALL_ENTRY(mkdirat),       SYSCALL_ENTRY(unlinkat),        SYSCALL_ENTRY(renameat2),
+        SYSCALL_ENTRY(renameat),
+        SYSCALL_ENTRY(fchown),        SYSCALL_ENTRY(fchmod),          SYSCALL_ENTRY(fcntl),
+        SYSCALL_ENTRY(read),          SYSCALL_ENTRY(write),           SYSCALL_ENTRY(inotify_init1),
+        SYSCALL_ENTRY(inotify_add_watch), SYSCALL_ENTRY(inotify_rm_watch),
+        SYSCALL_ENTRY(poll),          SYSCALL_ENTRY(ppoll),           SYSCALL_ENTRY(recvmsg),
+        SYSCALL_ENTRY(recvfrom),      SYSCALL_ENTRY(sendmsg),         SYSCALL_ENTRY(sendto),
+        SYSCALL_ENTRY(brk),           SYSCALL_ENTRY(mmap),            SYSCALL_ENTRY(munmap),
+        SYSCALL_ENTRY(mremap),        SYSCALL_ENTRY(madvise),         SYSCALL_ENTRY(mprotect),
+        SYSCALL_ENTRY(futex),         SYSCALL_ENTRY(sched_yield),     SYSCALL_ENTRY(getrandom),
+        SYSCALL_ENTRY(getpid),        SYSCALL_ENTRY(clock_gettime),   SYSCALL_ENTRY(sysinfo),
+        SYSCALL_ENTRY(rt_sigprocmask), SYSCALL_ENTRY(rt_sigreturn),   SYSCALL_ENTRY(restart_syscall),
+        SYSCALL_ENTRY(sigaltstack),   SYSCALL_ENTRY(exit),            SYSCALL_ENTRY(exit_group),
+    };
+    /* clang-format on */
+    return add_rules(ctx, SCMP_ACT_ALLOW, allowed, ARRAY_LEN(allowed), err);
+}
+
 static int seccomp_build(enum seccomp_profile profile, scmp_filter_ctx *out, err_t *err)
 {
     if (profile != SECCOMP_PROFILE_DEFAULT && profile != SECCOMP_PROFILE_STRICT &&
-        profile != SECCOMP_PROFILE_INIT && profile != SECCOMP_PROFILE_AGENT)
+        profile != SECCOMP_PROFILE_INIT && profile != SECCOMP_PROFILE_AGENT &&
+        profile != SECCOMP_PROFILE_FILES)
         return err_set(err, EINVAL, "seccomp: unknown profile %d", (int)profile);
 
-    bool allow_list = profile == SECCOMP_PROFILE_INIT || profile == SECCOMP_PROFILE_AGENT;
+    bool allow_list = profile == SECCOMP_PROFILE_INIT || profile == SECCOMP_PROFILE_AGENT ||
+                      profile == SECCOMP_PROFILE_FILES;
     cleanup_seccomp_ctx scmp_filter_ctx ctx =
         seccomp_init(allow_list ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_ALLOW);
     if (!ctx)
@@ -380,6 +412,9 @@ static int seccomp_build(enum seccomp_profile profile, scmp_filter_ctx *out, err
 
     if (profile == SECCOMP_PROFILE_AGENT) {
         if (build_agent(ctx, err) < 0)
+            return -1;
+    } else if (profile == SECCOMP_PROFILE_FILES) {
+        if (build_files(ctx, err) < 0)
             return -1;
     } else if (allow_list) {
         if (build_init(ctx, err) < 0)
@@ -418,6 +453,8 @@ const char *seccomp_profile_name(enum seccomp_profile profile)
         return "init";
     case SECCOMP_PROFILE_AGENT:
         return "agent";
+    case SECCOMP_PROFILE_FILES:
+        return "files";
     }
     return NULL;
 }

@@ -11,6 +11,9 @@ enum seccomp_profile {
                                 selectable by users (seccomp_profile_parse refuses it) */
     SECCOMP_PROFILE_AGENT,   /* init as an agent: its poll loop, sockets, reaping, signals to
                                 commands; no exec, fork, mount or namespace call. Not selectable */
+    SECCOMP_PROFILE_FILES,   /* the agent's files workers: file calls beneath the root, inotify,
+                                their socket to init; no exec, fork, socket creation, signal,
+                                identity change, mount or namespace call. Not selectable */
 };
 
 struct seccomp_program {

@@ -46,7 +46,7 @@ void proto_begin(struct proto_writer *w, void *buf, size_t cap, enum proto_type 
     if (w->overflow)
         return;
     uint32_t magic = PROTO_MAGIC, zero = 0;
-    uint8_t version = PROTO_VERSION, fds = (uint8_t)n_fds;
+    uint8_t version = (uint8_t)proto_type_version(type), fds = (uint8_t)n_fds;
     uint16_t t = (uint16_t)type;
     put_raw(w, &magic, 4);
     put_raw(w, &version, 1);
@@ -66,6 +66,12 @@ void proto_put_i32(struct proto_writer *w, enum proto_tag tag, int32_t value)
 {
     put_field_header(w, tag, 4);
     put_raw(w, &value, 4);
+}
+
+void proto_put_u64(struct proto_writer *w, enum proto_tag tag, uint64_t value)
+{
+    put_field_header(w, tag, 8);
+    put_raw(w, &value, 8);
 }
 
 void proto_put_bytes(struct proto_writer *w, enum proto_tag tag, const void *data, size_t len)
@@ -103,6 +109,11 @@ size_t proto_finish(struct proto_writer *w)
     return w->len;
 }
 
+unsigned proto_type_version(enum proto_type type)
+{
+    return type >= PROTO_FIRST_V2 ? 2 : 1;
+}
+
 /* ---------- reading ---------- */
 
 int proto_parse(const void *buf, size_t n, struct proto_msg *out, err_t *err)
@@ -118,13 +129,19 @@ int proto_parse(const void *buf, size_t n, struct proto_msg *out, err_t *err)
     memcpy(&body, b + 12, 4);
     if (magic != PROTO_MAGIC)
         return err_set(err, EBADMSG, "protocol: bad magic 0x%08x", magic);
-    if (b[4] != PROTO_VERSION)
-        return err_set(err, EPROTO, "protocol: version %u, this side speaks %u", b[4],
+    /* Each version adds types: a header says the version that defined its type, so that what
+     * version 1 defined stays readable by a peer that speaks only 1, and a newer message reaches
+     * an older peer as EPROTO, never as something misread. */
+    if (b[4] == 0 || b[4] > PROTO_VERSION)
+        return err_set(err, EPROTO, "protocol: version %u, this side speaks up to %u", b[4],
                        PROTO_VERSION);
     if (b[5] > PROTO_MAX_FDS)
         return err_set(err, EBADMSG, "protocol: %u fds, at most %u", b[5], PROTO_MAX_FDS);
     if (type == 0 || type >= PROTO_TYPE_END)
         return err_set(err, EBADMSG, "protocol: unknown message type %u", type);
+    if (b[4] < proto_type_version((enum proto_type)type))
+        return err_set(err, EBADMSG, "protocol: message type %u in a version %u header", type,
+                       b[4]);
     if ((size_t)body != n - PROTO_HEADER_SIZE)
         return err_set(err, EBADMSG, "protocol: body of %u bytes in a message of %zu", body, n);
     out->type = (enum proto_type)type;
@@ -172,6 +189,23 @@ int proto_field_u32(const struct proto_field *f, uint32_t *out, err_t *err)
     if (f->len != 4)
         return err_set(err, EBADMSG, "protocol: field %u: %u bytes, not 4", f->tag, f->len);
     memcpy(out, f->data, 4);
+    return 0;
+}
+
+int proto_field_u64(const struct proto_field *f, uint64_t *out, err_t *err)
+{
+    if (f->len != 8)
+        return err_set(err, EBADMSG, "protocol: field %u: %u bytes, not 8", f->tag, f->len);
+    memcpy(out, f->data, 8);
+    return 0;
+}
+
+int proto_field_u32_max(const struct proto_field *f, uint32_t max, uint32_t *out, err_t *err)
+{
+    if (proto_field_u32(f, out, err) < 0)
+        return -1;
+    if (*out > max)
+        return err_set(err, EINVAL, "protocol: field %u: %u, at most %u", f->tag, *out, max);
     return 0;
 }
 
@@ -313,12 +347,12 @@ static int push(char ***arr, size_t *n, const char *s, err_t *err)
     return 0;
 }
 
-static int spawn_u32(const struct proto_field *f, uint32_t max, uint32_t *out, err_t *err)
+/* A single field's first time: sets *have. A second time refuses the message. */
+static int once(bool *have, const struct proto_field *f, err_t *err)
 {
-    if (proto_field_u32(f, out, err) < 0)
-        return -1;
-    if (*out > max)
-        return err_set(err, EINVAL, "protocol: field %u: %u, at most %u", f->tag, *out, max);
+    if (*have)
+        return err_set(err, EBADMSG, "protocol: field %u twice", f->tag);
+    *have = true;
     return 0;
 }
 
@@ -339,18 +373,17 @@ int proto_decode_spawn(const struct proto_msg *m, struct proto_spawn *out, err_t
         const char *s;
         switch (f.tag) {
         case PROTO_T_TAG:
-            if (have_tag || proto_field_str(&f, PROTO_MAX_STRING, &out->tag, err) < 0)
+            if (once(&have_tag, &f, err) < 0 ||
+                proto_field_str(&f, PROTO_MAX_STRING, &out->tag, err) < 0)
                 goto bad;
-            have_tag = true;
             break;
         case PROTO_T_CGROUP:
-            if (have_cgroup || proto_field_str(&f, 32, &out->cgroup, err) < 0)
+            if (once(&have_cgroup, &f, err) < 0 || proto_field_str(&f, 32, &out->cgroup, err) < 0)
                 goto bad;
             if (!cgroup_name_ok(out->cgroup)) {
                 err_set(err, EINVAL, "protocol: bad cgroup name");
                 goto bad;
             }
-            have_cgroup = true;
             break;
         case PROTO_T_ARG:
             if (proto_field_str(&f, PROTO_MAX_ARG, &s, err) < 0 ||
@@ -368,34 +401,32 @@ int proto_decode_spawn(const struct proto_msg *m, struct proto_spawn *out, err_t
                 goto bad;
             break;
         case PROTO_T_CWD:
-            if (have_cwd || proto_field_str(&f, PROTO_MAX_STRING, &out->cwd, err) < 0)
+            if (once(&have_cwd, &f, err) < 0 ||
+                proto_field_str(&f, PROTO_MAX_STRING, &out->cwd, err) < 0)
                 goto bad;
             if (out->cwd[0] != '/') {
                 err_set(err, EINVAL, "protocol: working directory %.64s is not absolute",
                         out->cwd);
                 goto bad;
             }
-            have_cwd = true;
             break;
         case PROTO_T_USER:
-            if (spawn_u32(&f, 1, &v, err) < 0)
+            if (proto_field_u32_max(&f, 1, &v, err) < 0)
                 goto bad;
             out->as_root = v;
             break;
         case PROTO_T_STDIN:
-            if (spawn_u32(&f, 1, &v, err) < 0)
+            if (proto_field_u32_max(&f, 1, &v, err) < 0)
                 goto bad;
             out->stdin_pipe = v;
             break;
         case PROTO_T_ROWS:
-            if (have_rows || spawn_u32(&f, 65535, &rows, err) < 0)
+            if (once(&have_rows, &f, err) < 0 || proto_field_u32_max(&f, 65535, &rows, err) < 0)
                 goto bad;
-            have_rows = true;
             break;
         case PROTO_T_COLS:
-            if (have_cols || spawn_u32(&f, 65535, &cols, err) < 0)
+            if (once(&have_cols, &f, err) < 0 || proto_field_u32_max(&f, 65535, &cols, err) < 0)
                 goto bad;
-            have_cols = true;
             break;
         case PROTO_T_CGROUP_FDS:
             if (proto_field_u32(&f, &cgroup_fds, err) < 0)
@@ -476,14 +507,14 @@ int proto_decode_command(const uint8_t *body, size_t len, struct proto_command *
     memset(out, 0, sizeof *out);
     out->tag = "";
     out->cgroup = "";
-    unsigned seen = 0;
+    uint64_t seen = 0;
     struct proto_iter it;
     struct proto_field f;
     int rc;
     proto_iter_init(&it, body, len);
     while ((rc = proto_next(&it, &f, err)) == 1) {
         uint32_t v = 0;
-        unsigned bit = 1u << f.tag;
+        uint64_t bit = 1ull << f.tag; /* proto_next checked tag < PROTO_T_END <= 64 */
         if (seen & bit)
             return err_set(err, EBADMSG, "protocol: field %u twice in a command", f.tag);
         seen |= bit;
@@ -533,7 +564,7 @@ int proto_decode_command(const uint8_t *body, size_t len, struct proto_command *
     }
     if (rc < 0)
         return -1;
-    if (!(seen & (1u << PROTO_T_CMD_ID)) || out->cmd_id == 0)
+    if (!(seen & (1ull << PROTO_T_CMD_ID)) || out->cmd_id == 0)
         return err_set(err, EBADMSG, "protocol: a command without its id");
     return 0;
 }

@@ -15,7 +15,7 @@
 #include "util/err.h"
 
 #define PROTO_MAGIC        0x31545548u /* "HUT1" on the wire (little-endian) */
-#define PROTO_VERSION      1
+#define PROTO_VERSION      2 /* 1: commands; 2: files and watches (README.md, "Versions") */
 #define PROTO_HEADER_SIZE  16
 #define PROTO_MAX_TO_INIT  (1u << 20) /* host -> init: a spawn carries argv and env */
 #define PROTO_MAX_TO_HOST  (64u << 10) /* init -> host: long answers come in chunks */
@@ -24,6 +24,10 @@
 #define PROTO_MAX_ARG      (128u << 10) /* one argv or env entry, as the kernel's MAX_ARG_STRLEN */
 #define PROTO_MAX_ARGS     4096        /* entries of argv, and of env */
 #define PROTO_MAX_ENTRIES  256         /* entries per LIST_REPLY chunk */
+#define PROTO_MAX_NAME     255         /* a file's NAME: one path component */
+#define PROTO_MAX_FILES    512         /* FILE entries per FILE_LIST_REPLY chunk */
+#define PROTO_MAX_EVENTS   512         /* EVENTs per WATCH_EVENTS */
+#define PROTO_MAX_DEPTH    4096        /* a FILE_LIST's DEPTH */
 
 enum proto_type {
     PROTO_HELLO = 1,     /* host -> init: {VERSION} -> HELLO_REPLY {VERSION, PID} */
@@ -41,8 +45,25 @@ enum proto_type {
     PROTO_LIST_REPLY,    /* {ENTRY...; MORE} */
     PROTO_FORGET,        /* {CMD_ID} -> OK: an ended command's record and fds go */
     PROTO_EXITED,        /* init -> host, unsolicited (request id 0): {CMD_ID, PID, EXIT_CODE, SIGNAL} */
+    /* Version 2: files, served by init's files workers (src/init/README.md). */
+    PROTO_FILE_STAT,       /* {PATH, USER, FOLLOW} -> FILE_INFO */
+    PROTO_FILE_INFO,       /* {FILE} */
+    PROTO_FILE_LIST,       /* {PATH, USER, DEPTH} -> FILE_LIST_REPLY chunks, the last MORE 0 */
+    PROTO_FILE_LIST_REPLY, /* {FILE...; MORE} */
+    PROTO_FILE_READ,       /* {PATH, USER} -> FILE_OPENED */
+    PROTO_FILE_WRITE,      /* {PATH, USER, MODE, UID+GID, FLAGS} -> FILE_OPENED */
+    PROTO_FILE_OPENED,     /* {FILE, ACCESS}; one fd: the file, opened for ACCESS */
+    PROTO_FILE_MKDIR,      /* {PATH, USER, MODE, UID+GID} -> OK {CREATED} */
+    PROTO_FILE_MOVE,       /* {PATH, TO, USER, UID+GID, FLAGS} -> OK */
+    PROTO_FILE_REMOVE,     /* {PATH, USER} -> OK */
+    PROTO_WATCH_START,     /* {PATH, USER, RECURSIVE} -> OK {WATCH_ID} */
+    PROTO_WATCH_STOP,      /* {WATCH_ID} -> OK */
+    PROTO_WATCH_EVENTS,    /* init -> host, request id 0: {WATCH_ID, EVENT...} */
+    PROTO_WATCH_ENDED,     /* init -> host, request id 0: {WATCH_ID, ERRNO, MESSAGE}: it broke */
     PROTO_TYPE_END,
 };
+/* The first type of version 2: a message's header carries the version that defined its type. */
+#define PROTO_FIRST_V2 PROTO_FILE_STAT
 
 enum proto_tag {
     PROTO_T_VERSION = 1, /* u32 */
@@ -71,8 +92,46 @@ enum proto_tag {
     PROTO_T_MORE,        /* u32 0/1 */
     PROTO_T_CGROUP,      /* string [A-Za-z0-9._-]{1,32}: the command's cgroup, as the host named
                             it below the sandbox's; init keeps it and tells it back in lists */
+    /* Version 2 */
+    PROTO_T_PATH,        /* string, absolute in the sandbox */
+    PROTO_T_TO,          /* string: FILE_MOVE's destination */
+    PROTO_T_MODE,        /* u32, 07777 at most */
+    PROTO_T_UID,         /* u32: with GID, the owner of what a request makes */
+    PROTO_T_GID,         /* u32 */
+    PROTO_T_FLAGS,       /* u32: PROTO_FILE_* */
+    PROTO_T_DEPTH,       /* u32, 1..PROTO_MAX_DEPTH */
+    PROTO_T_FOLLOW,      /* u32 0/1: FILE_STAT follows a final symlink */
+    PROTO_T_FILE,        /* nested fields: one file (struct proto_file_entry) */
+    PROTO_T_NAME,        /* string, at most PROTO_MAX_NAME */
+    PROTO_T_FILE_TYPE,   /* u32: PROTO_FILE_TYPE_* */
+    PROTO_T_SIZE,        /* u64 */
+    PROTO_T_MTIME,       /* i64: ns since the epoch */
+    PROTO_T_SYMLINK,     /* string: a symlink's own text */
+    PROTO_T_LEVEL,       /* u32: 1 for a listed directory's own entries */
+    PROTO_T_CREATED,     /* u32 0/1 */
+    PROTO_T_WATCH_ID,    /* u32, not 0 */
+    PROTO_T_RECURSIVE,   /* u32 0/1 */
+    PROTO_T_EVENT,       /* nested fields: KIND, PATH, IS_DIR */
+    PROTO_T_KIND,        /* u32: PROTO_WATCH_* */
+    PROTO_T_IS_DIR,      /* u32 0/1 */
+    PROTO_T_ACCESS,      /* u32: 0 read, 1 write */
     PROTO_T_END,
 };
+_Static_assert(PROTO_T_END <= 64, "field sets are 64-bit masks");
+
+/* FLAGS: FILE_WRITE takes the first four, FILE_MOVE MAKE_PARENTS and NO_REPLACE. */
+enum {
+    PROTO_FILE_TRUNCATE = 1u << 0,
+    PROTO_FILE_APPEND = 1u << 1,
+    PROTO_FILE_EXCLUSIVE = 1u << 2,
+    PROTO_FILE_MAKE_PARENTS = 1u << 3,
+    PROTO_FILE_NO_REPLACE = 1u << 4,
+};
+enum { PROTO_FILE_TYPE_FILE, PROTO_FILE_TYPE_DIR, PROTO_FILE_TYPE_SYMLINK, PROTO_FILE_TYPE_OTHER,
+       PROTO_FILE_TYPE_END };
+/* KIND of an EVENT, as fsnotify (E2B's) names them; OVERFLOW: events were lost. */
+enum { PROTO_WATCH_CREATE, PROTO_WATCH_WRITE, PROTO_WATCH_REMOVE, PROTO_WATCH_RENAME,
+       PROTO_WATCH_CHMOD, PROTO_WATCH_OVERFLOW, PROTO_WATCH_KIND_END };
 
 enum { PROTO_FD_STDOUT = 1u << 0, PROTO_FD_STDERR = 1u << 1, PROTO_FD_STDIN = 1u << 2,
        PROTO_FD_PTY = 1u << 3 };
@@ -89,6 +148,7 @@ void proto_begin(struct proto_writer *w, void *buf, size_t cap, enum proto_type 
                  uint32_t request_id, size_t n_fds);
 void proto_put_u32(struct proto_writer *w, enum proto_tag tag, uint32_t value);
 void proto_put_i32(struct proto_writer *w, enum proto_tag tag, int32_t value);
+void proto_put_u64(struct proto_writer *w, enum proto_tag tag, uint64_t value);
 void proto_put_bytes(struct proto_writer *w, enum proto_tag tag, const void *data, size_t len);
 /* With its NUL, so that the receiver can point into its buffer. */
 void proto_put_str(struct proto_writer *w, enum proto_tag tag, const char *s);
@@ -97,6 +157,8 @@ size_t proto_begin_nested(struct proto_writer *w, enum proto_tag tag);
 void proto_end_nested(struct proto_writer *w, size_t start);
 /* The message's length, or 0 if it did not fit. */
 size_t proto_finish(struct proto_writer *w);
+/* The version that defined a message type: what its header says. */
+unsigned proto_type_version(enum proto_type type);
 
 /* ---- reading a message ---- */
 
@@ -124,6 +186,9 @@ void proto_iter_init(struct proto_iter *it, const uint8_t *body, size_t len);
 int proto_next(struct proto_iter *it, struct proto_field *f, err_t *err);
 int proto_field_u32(const struct proto_field *f, uint32_t *out, err_t *err);
 int proto_field_i32(const struct proto_field *f, int32_t *out, err_t *err);
+int proto_field_u64(const struct proto_field *f, uint64_t *out, err_t *err);
+/* A u32 field no greater than max (EINVAL beyond). */
+int proto_field_u32_max(const struct proto_field *f, uint32_t max, uint32_t *out, err_t *err);
 /* A NUL-terminated string of at most max bytes (without the NUL), no NUL inside. */
 int proto_field_str(const struct proto_field *f, size_t max, const char **out, err_t *err);
 
@@ -177,6 +242,8 @@ int proto_get_str(const struct proto_msg *m, enum proto_tag tag, size_t max, con
                   err_t *err);
 
 /* ---- the socket ---- */
+
+/* The file messages (version 2) are in proto_files.h. */
 
 /* Sends one message with fds; never blocks (EAGAIN to the caller), never raises SIGPIPE. */
 int proto_send(int sock, const void *buf, size_t len, const int *fds, size_t n_fds);

@@ -5,11 +5,16 @@
  * length is the datagram's; the field walk never leaves the body; a decoded SPAWN has a non-empty
  * argv of terminated strings inside the buffer, env entries NAME=VALUE, an absolute cwd, cgroup
  * fds that add up to the header's count; encoding it again and decoding that gives the same
- * command; a decoded command has an id, a sane exit code and signal. */
+ * command; a decoded command has an id, a sane exit code and signal. Version 2: a header's
+ * version is never below its type's; a decoded file request has only what its type takes, its
+ * paths absolute and inside the buffer, and encodes and decodes again to the same request; the
+ * files, lists and watch events the host decodes are within their limits, strings inside the
+ * buffer. */
 #include <string.h>
 
 #include "fuzz.h"
 #include "proto/proto.h"
+#include "proto/proto_files.h"
 
 static uint8_t frame[PROTO_HEADER_SIZE + 70000];
 static uint8_t again[PROTO_MAX_TO_INIT];
@@ -30,7 +35,7 @@ static void check_string(const char *s, const uint8_t *buf, size_t len)
 static void check_spawn(const struct proto_msg *m, const uint8_t *buf, size_t len)
 {
     struct proto_spawn s;
-    err_t err;
+    err_t err = {0}; /* a failure must say why: an empty message is one that did not */
     if (proto_decode_spawn(m, &s, &err) < 0) {
         fuzz_assert(err.msg[0] != '\0');
         fuzz_assert(s.argv == NULL && s.envp == NULL);
@@ -66,16 +71,107 @@ static void check_spawn(const struct proto_msg *m, const uint8_t *buf, size_t le
     proto_spawn_free(&s);
 }
 
+static void check_path(const char *p, const uint8_t *buf, size_t len)
+{
+    check_string(p, buf, len);
+    fuzz_assert(p[0] == '/' && strlen(p) <= PROTO_MAX_STRING);
+}
+
+static void check_file(const struct proto_file_entry *e, const uint8_t *buf, size_t len)
+{
+    check_path(e->path, buf, len);
+    check_string(e->name, buf, len);
+    fuzz_assert(e->name[0] && strlen(e->name) <= PROTO_MAX_NAME);
+    fuzz_assert(!strchr(e->name, '/') || strcmp(e->name, "/") == 0);
+    fuzz_assert(e->type < PROTO_FILE_TYPE_END && e->mode <= 07777 && e->level <= PROTO_MAX_DEPTH);
+    fuzz_assert(!e->symlink[0] || e->type == PROTO_FILE_TYPE_SYMLINK);
+    if (e->symlink[0])
+        check_string(e->symlink, buf, len);
+}
+
+/* A decoded file request is what its type allows, and encodes and decodes again to the same. */
+static void check_file_request(const struct proto_msg *m, const uint8_t *buf, size_t len)
+{
+    struct proto_file_request r, r2;
+    err_t err = {0};
+    if (proto_decode_file_request(m, &r, &err) < 0) {
+        fuzz_assert(err.msg[0] != '\0');
+        return;
+    }
+    fuzz_assert(r.type == m->type && m->n_fds == 0);
+    if (r.type == PROTO_WATCH_STOP) {
+        fuzz_assert(r.watch_id != 0 && !r.path);
+    } else {
+        check_path(r.path, buf, len);
+    }
+    fuzz_assert((r.type == PROTO_FILE_MOVE) == (r.to != NULL));
+    if (r.to)
+        check_path(r.to, buf, len);
+    fuzz_assert(r.depth >= 1 && r.depth <= PROTO_MAX_DEPTH && r.mode <= 07777);
+    fuzz_assert(!r.has_owner || (r.uid != UINT32_MAX && r.gid != UINT32_MAX));
+    if (r.type != PROTO_FILE_WRITE && r.type != PROTO_FILE_MOVE)
+        fuzz_assert(r.flags == 0);
+    if (r.type == PROTO_FILE_MOVE)
+        fuzz_assert(!(r.flags & ~(uint32_t)(PROTO_FILE_MAKE_PARENTS | PROTO_FILE_NO_REPLACE)));
+    size_t n = proto_encode_file_request(again, sizeof again, m->request_id, &r);
+    fuzz_assert(n > 0);
+    struct proto_msg m2;
+    fuzz_assert(proto_parse(again, n, &m2, &err) == 0);
+    fuzz_assert(proto_decode_file_request(&m2, &r2, &err) == 0);
+    fuzz_assert(r2.type == r.type && r2.as_root == r.as_root && r2.flags == r.flags &&
+                r2.depth == r.depth && r2.follow == r.follow && r2.recursive == r.recursive &&
+                r2.watch_id == r.watch_id && r2.has_owner == r.has_owner &&
+                r2.has_mode == r.has_mode);
+    fuzz_assert(!r.has_owner || (r2.uid == r.uid && r2.gid == r.gid));
+    fuzz_assert(!r.has_mode || r2.mode == r.mode);
+    fuzz_assert((!r.path && !r2.path) || (r.path && r2.path && strcmp(r.path, r2.path) == 0));
+    fuzz_assert((!r.to && !r2.to) || (r.to && r2.to && strcmp(r.to, r2.to) == 0));
+}
+
+static struct proto_file_entry files[PROTO_MAX_FILES];
+static struct proto_watch_event events[PROTO_MAX_EVENTS];
+
+/* The answers and events the host decodes. */
+static void check_file_answers(const struct proto_msg *m, const uint8_t *buf, size_t len)
+{
+    err_t err;
+    uint32_t access = 7, watch_id;
+    size_t n;
+    bool more;
+    if (proto_decode_file_reply(m, &files[0], &access, &err) == 0) {
+        fuzz_assert(m->type == PROTO_FILE_INFO || m->type == PROTO_FILE_OPENED);
+        fuzz_assert(m->n_fds == (m->type == PROTO_FILE_OPENED ? 1u : 0u));
+        fuzz_assert(m->type != PROTO_FILE_OPENED || access <= 1);
+        check_file(&files[0], buf, len);
+    }
+    if (proto_decode_file_list(m, files, PROTO_MAX_FILES, &n, &more, &err) == 0) {
+        fuzz_assert(m->type == PROTO_FILE_LIST_REPLY && n <= PROTO_MAX_FILES);
+        for (size_t i = 0; i < n; i++)
+            check_file(&files[i], buf, len);
+    }
+    if (proto_decode_watch_events(m, &watch_id, events, PROTO_MAX_EVENTS, &n, &err) == 0) {
+        fuzz_assert(m->type == PROTO_WATCH_EVENTS && watch_id != 0 && n <= PROTO_MAX_EVENTS);
+        for (size_t i = 0; i < n; i++) {
+            fuzz_assert(events[i].kind < PROTO_WATCH_KIND_END);
+            check_path(events[i].path, buf, len);
+        }
+    }
+    struct proto_file_entry e;
+    if (proto_decode_file(m->body, m->body_len, &e, &err) == 0)
+        check_file(&e, buf, len);
+}
+
 static void check_message(const uint8_t *buf, size_t len)
 {
     struct proto_msg m;
-    err_t err;
+    err_t err = {0};
     if (proto_parse(buf, len, &m, &err) < 0) {
         fuzz_assert(err.msg[0] != '\0');
         return;
     }
     fuzz_assert(m.body_len == len - PROTO_HEADER_SIZE && m.n_fds <= PROTO_MAX_FDS);
     fuzz_assert(m.type > 0 && m.type < PROTO_TYPE_END);
+    fuzz_assert(buf[4] >= proto_type_version(m.type) && buf[4] <= PROTO_VERSION);
     struct proto_iter it;
     struct proto_field f;
     int rc;
@@ -89,6 +185,11 @@ static void check_message(const uint8_t *buf, size_t len)
     }
     if (m.type == PROTO_SPAWN)
         check_spawn(&m, buf, len);
+    if (proto_is_file_request(m.type))
+        check_file_request(&m, buf, len);
+    else
+        fuzz_assert(proto_decode_file_request(&m, &(struct proto_file_request){0}, &err) < 0);
+    check_file_answers(&m, buf, len);
     struct proto_command c;
     if (proto_decode_command(m.body, m.body_len, &c, &err) == 0) {
         fuzz_assert(c.cmd_id != 0 && c.exit_code >= -1 && c.exit_code <= 255 && c.signal <= 64);

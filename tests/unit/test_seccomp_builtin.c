@@ -26,14 +26,14 @@ static void same_program(enum seccomp_profile profile)
     seccomp_program_free(&fresh);
 }
 
-/* In a child under the agent profile, one raw system call: how the child ended. */
-static int agent_try(long nr, long a0, long a1)
+/* In a child under profile, one raw system call: how the child ended. */
+static int profile_try(enum seccomp_profile profile, long nr, long a0, long a1)
 {
     pid_t pid = fork();
     if (pid == 0) {
         struct seccomp_program prog;
-        if (seccomp_builtin(SECCOMP_PROFILE_AGENT, &prog) < 0 ||
-            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_install(&prog) < 0)
+        if (seccomp_builtin(profile, &prog) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+            seccomp_install(&prog) < 0)
             _exit(90);
         syscall(nr, a0, a1, 0, 0, 0, 0);
         _exit(0); /* survived: allowed (its result does not matter) */
@@ -43,33 +43,75 @@ static int agent_try(long nr, long a0, long a1)
     return status;
 }
 
+struct named_call {
+    const char *name;
+    long nr;
+};
+
+/* Each of denied kills a process under profile; each of allowed does not (the controls, which
+ * show that a kill is the filter's and not the child's own failure). */
+static void profile_kills(enum seccomp_profile profile, const struct named_call *denied,
+                          size_t n_denied, const struct named_call *allowed, size_t n_allowed)
+{
+    const char *name = seccomp_profile_name(profile);
+    for (size_t i = 0; i < n_denied; i++) {
+        int st = profile_try(profile, denied[i].nr, -1, 0);
+        ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "%s profile: %s kills", name,
+           denied[i].name);
+    }
+    for (size_t i = 0; i < n_allowed; i++) {
+        /* Each gets -1 (a bad fd or pointer) and returns at once; kill gets pid 0, signal 0. */
+        int st = profile_try(profile, allowed[i].nr, allowed[i].nr == SYS_kill ? 0 : -1, 0);
+        ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s profile: %s is allowed (control)", name,
+           allowed[i].name);
+    }
+}
+
 static void agent_profile(void)
 {
-    static const struct {
-        const char *name;
-        long nr;
-    } denied[] = {
+    static const struct named_call denied[] = {
         {"execve", SYS_execve},   {"execveat", SYS_execveat}, {"fork", SYS_fork},
         {"vfork", SYS_vfork},     {"clone", SYS_clone},       {"clone3", SYS_clone3},
         {"ptrace", SYS_ptrace},   {"mount", SYS_mount},       {"unshare", SYS_unshare},
         {"setns", SYS_setns},     {"openat", SYS_openat},     {"socket", SYS_socket},
         {"connect", SYS_connect}, {"setuid", SYS_setuid},     {"bpf", SYS_bpf},
     };
-    for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
-        int st = agent_try(denied[i].nr, -1, 0);
-        ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "agent profile: %s kills", denied[i].name);
-    }
-    static const struct {
-        const char *name;
-        long nr;
-    } allowed[] = {{"poll", SYS_poll}, {"close", SYS_close}, {"getpid", SYS_getpid},
-                   {"kill", SYS_kill}, {"recvmsg", SYS_recvmsg}};
-    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
-        /* poll(NULL, 0) returns at once; close(-1), kill(-1? no: pid 0 with signal 0). */
-        int st = agent_try(allowed[i].nr, allowed[i].nr == SYS_kill ? 0 : -1, 0);
-        ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "agent profile: %s is allowed (control)",
-           allowed[i].name);
-    }
+    static const struct named_call allowed[] = {{"poll", SYS_poll},
+                                                {"close", SYS_close},
+                                                {"getpid", SYS_getpid},
+                                                {"kill", SYS_kill},
+                                                {"recvmsg", SYS_recvmsg}};
+    profile_kills(SECCOMP_PROFILE_AGENT, denied, sizeof denied / sizeof denied[0], allowed,
+                  sizeof allowed / sizeof allowed[0]);
+}
+
+/* A files worker (src/init/files_worker.c): file calls yes; no exec, no new process, no socket
+ * of its own, no signal, no change of who it is. */
+static void files_profile(void)
+{
+    static const struct named_call denied[] = {
+        {"execve", SYS_execve},       {"execveat", SYS_execveat},   {"fork", SYS_fork},
+        {"vfork", SYS_vfork},         {"clone", SYS_clone},         {"clone3", SYS_clone3},
+        {"ptrace", SYS_ptrace},       {"mount", SYS_mount},         {"umount2", SYS_umount2},
+        {"unshare", SYS_unshare},     {"setns", SYS_setns},         {"pivot_root", SYS_pivot_root},
+        {"chroot", SYS_chroot},       {"socket", SYS_socket},       {"socketpair", SYS_socketpair},
+        {"connect", SYS_connect},     {"bind", SYS_bind},           {"accept4", SYS_accept4},
+        {"kill", SYS_kill},           {"tgkill", SYS_tgkill},       {"setuid", SYS_setuid},
+        {"setresuid", SYS_setresuid}, {"setfsuid", SYS_setfsuid},   {"setfsgid", SYS_setfsgid},
+        {"setgroups", SYS_setgroups}, {"capset", SYS_capset},       {"prctl", SYS_prctl},
+        {"ioctl", SYS_ioctl},         {"bpf", SYS_bpf},             {"memfd_create", SYS_memfd_create},
+        {"wait4", SYS_wait4},         {"linkat", SYS_linkat},       {"symlinkat", SYS_symlinkat},
+        {"mknodat", SYS_mknodat},     {"process_vm_readv", SYS_process_vm_readv},
+    };
+    static const struct named_call allowed[] = {
+        {"openat", SYS_openat},         {"openat2", SYS_openat2},     {"getdents64", SYS_getdents64},
+        {"mkdirat", SYS_mkdirat},       {"renameat", SYS_renameat},   {"renameat2", SYS_renameat2},
+        {"unlinkat", SYS_unlinkat},     {"fchown", SYS_fchown},       {"fchmod", SYS_fchmod},
+        {"inotify_init1", SYS_inotify_init1},                         {"recvmsg", SYS_recvmsg},
+        {"sendmsg", SYS_sendmsg},       {"poll", SYS_poll},           {"close", SYS_close},
+    };
+    profile_kills(SECCOMP_PROFILE_FILES, denied, sizeof denied / sizeof denied[0], allowed,
+                  sizeof allowed / sizeof allowed[0]);
 }
 
 int main(void)
@@ -78,7 +120,9 @@ int main(void)
     same_program(SECCOMP_PROFILE_STRICT);
     same_program(SECCOMP_PROFILE_INIT);
     same_program(SECCOMP_PROFILE_AGENT);
+    same_program(SECCOMP_PROFILE_FILES);
     agent_profile();
+    files_profile();
     struct seccomp_program p;
     ok(seccomp_builtin((enum seccomp_profile)17, &p) < 0, "unknown profile refused");
     return done_testing();
