@@ -46,10 +46,10 @@ build/hutch-san: $(SAN_OBJS)
 	@echo "  LD    $@"
 	@$(CC) $(CFLAGS_BASE) $(SAN) -o $@ $^ $(LIBS)
 
-build/seccomp-gen: tools/seccomp_gen.c src/jail/seccomp.c src/util/err.c src/jail/seccomp.h
+build/seccomp-gen: tools/seccomp_gen.c src/jail/seccomp.c src/util/err.c src/util/strfmt.c src/jail/seccomp.h
 	@mkdir -p $(dir $@)
 	@echo "  GEN   $@"
-	@$(CC) $(CFLAGS_BASE) -o $@ tools/seccomp_gen.c src/jail/seccomp.c src/util/err.c $(LIBS)
+	@$(CC) $(CFLAGS_BASE) -o $@ tools/seccomp_gen.c src/jail/seccomp.c src/util/err.c src/util/strfmt.c $(LIBS)
 
 $(GEN_SRC): build/seccomp-gen
 	@mkdir -p $(dir $@)

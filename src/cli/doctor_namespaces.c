@@ -25,6 +25,7 @@
 #include "jail/userns.h"
 #include "util/cleanup.h"
 #include "util/fileio.h"
+#include "util/strfmt.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -152,10 +153,8 @@ static enum doctor_status overlay_child(struct probe *p, void *arg, char *detail
     if (mount("tmpfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
         return doctor_say(detail, size, DOCTOR_FAIL, "mount a tmpfs inside the namespace: %s",
                           strerror(errno));
-    snprintf(path, sizeof path, "%s/upper", mnt);
-    int rc = mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/work", mnt);
-    if (rc < 0 || mkdir(path, 0755) < 0)
+    int rc = strfmt(path, sizeof path, "%s/upper", mnt) < 0 ? -1 : mkdir(path, 0755);
+    if (rc < 0 || strfmt(path, sizeof path, "%s/work", mnt) < 0 || mkdir(path, 0755) < 0)
         return doctor_say(detail, size, DOCTOR_FAIL, "mkdir upper/work on the tmpfs: %s",
                           strerror(errno));
     snprintf(opts, sizeof opts, "lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work,userxattr",
@@ -168,21 +167,23 @@ static enum doctor_status overlay_child(struct probe *p, void *arg, char *detail
             "filesystem with user.* xattrs)",
             opts, strerror(errno));
     char text[128];
-    snprintf(path, sizeof path, "%s/hello", merged);
-    if (file_read_at(AT_FDCWD, path, text, sizeof text, NULL) < 0 ||
+    if (strfmt(path, sizeof path, "%s/hello", merged) < 0 || file_read_at(AT_FDCWD, path, text, sizeof text, NULL) < 0 ||
         strcmp(text, OVERLAY_LOWER_TEXT) != 0)
         return doctor_say(detail, size, DOCTOR_FAIL,
                           "reading the lower layer's file through the overlay "
                           "failed: %s",
                           strerror(errno));
-    snprintf(path, sizeof path, "%s/probe", merged);
     err_t err;
+    if (strfmt(path, sizeof path, "%s/probe", merged) < 0) {
+        err_set(&err, errno, "%s/probe", merged);
+        return doctor_say(detail, size, DOCTOR_FAIL, "writing a file through the overlay: %s",
+                          err.msg);
+    }
     if (file_create_at(AT_FDCWD, path, OVERLAY_UPPER_TEXT, strlen(OVERLAY_UPPER_TEXT), 0644, &err) <
         0)
         return doctor_say(detail, size, DOCTOR_FAIL, "writing a file through the overlay: %s",
                           err.msg);
-    snprintf(path, sizeof path, "%s/upper/probe", mnt);
-    if (file_read_at(AT_FDCWD, path, text, sizeof text, NULL) < 0 ||
+    if (strfmt(path, sizeof path, "%s/upper/probe", mnt) < 0 || file_read_at(AT_FDCWD, path, text, sizeof text, NULL) < 0 ||
         strcmp(text, OVERLAY_UPPER_TEXT) != 0)
         return doctor_say(detail, size, DOCTOR_FAIL,
                           "the file written through the overlay is not in "
@@ -205,13 +206,15 @@ static int overlay_dir_make(char *dir, size_t size, err_t *err)
     /* mkdtemp makes it 0700; the namespace's root is an unprivileged host uid that must get
      * through it to the layers. */
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/lower/hello", dir);
+    if (strfmt(path, sizeof path, "%s/lower/hello", dir) < 0)
+        return err_set(err, errno, "%s/lower/hello", dir);
     if (chmod(dir, 0755) < 0)
         return err_set(err, errno, "chmod %s", dir);
     static const char *const subdirs[] = {"lower", "mnt", "merged"};
     for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
         char sub[PATH_MAX];
-        snprintf(sub, sizeof sub, "%s/%s", dir, subdirs[i]);
+        if (strfmt(sub, sizeof sub, "%s/%s", dir, subdirs[i]) < 0)
+            return err_set(err, errno, "%s/%s", dir, subdirs[i]);
         if (mkdir(sub, 0755) < 0 || chmod(sub, 0755) < 0)
             return err_set(err, errno, "mkdir %s", sub);
     }
@@ -332,12 +335,12 @@ void check_namespaces(struct doctor_result *r)
         doctor_probe_run(&one, ns_child, NULL, (void *)&probes[i]);
         char *list = one.status == DOCTOR_OK ? good : bad;
         size_t cap = one.status == DOCTOR_OK ? sizeof good : sizeof bad;
-        size_t len = strlen(list);
+        bool first = list[0] == '\0';
         if (one.status == DOCTOR_OK)
-            snprintf(list + len, cap - len, "%s%s", len ? " " : "", probes[i].name);
+            strfmt_text_append(list, cap, "%s%s", first ? "" : " ", probes[i].name);
         else
-            snprintf(list + len, cap - len, "%s%s: %s", len ? "; " : "", probes[i].name,
-                     one.detail);
+            strfmt_text_append(list, cap, "%s%s: %s", first ? "" : "; ", probes[i].name,
+                               one.detail);
     }
     gethostname(host_after, sizeof host_after);
     if (strcmp(host_before, host_after) != 0) {

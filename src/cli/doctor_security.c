@@ -20,6 +20,7 @@
 #include "cli/doctor_internal.h"
 #include "jail/landlock.h"
 #include "jail/seccomp.h"
+#include "util/strfmt.h"
 
 /* ---------- seccomp ---------- */
 
@@ -89,10 +90,12 @@ void check_seccomp(struct doctor_result *r)
     char rest[sizeof r->detail], compiled[160];
     struct seccomp_program fresh = {0};
     err_t err;
+    compiled[0] = '\0';
     if (seccomp_compile(SECCOMP_PROFILE_DEFAULT, &fresh, &err) < 0)
-        snprintf(compiled, sizeof compiled, "; compiling it again here failed: %s", err.msg);
+        strfmt_text_append(compiled, sizeof compiled, "; compiling it again here failed: %s",
+                           err.msg);
     else
-        snprintf(compiled, sizeof compiled, "; libseccomp here compiles %s",
+        strfmt_text_append(compiled, sizeof compiled, "; libseccomp here compiles %s",
                  same_program(&fresh, &builtin) ? "the same program"
                                                 : "a different program (rebuild hutch)");
     seccomp_program_free(&fresh);

@@ -19,6 +19,7 @@
 #include "jail/cgroup_internal.h"
 #include "util/cleanup.h"
 #include "util/fileio.h"
+#include "util/strfmt.h"
 
 #define CGROUP_FS_ROOT    "/sys/fs/cgroup"
 #define CGROUP_FS_UNIFIED "/sys/fs/cgroup/unified"
@@ -481,7 +482,11 @@ static struct cgroup *cgroup_alloc(struct cgroup_host *host, const char *path, u
     }
     cg->host = host;
     cg->flags = flags;
-    snprintf(cg->path, sizeof cg->path, "%s", path);
+    if (strfmt(cg->path, sizeof cg->path, "%s", path) < 0) { /* checked before: never */
+        err_set(err, errno, "cgroup %.64s...", path);
+        free(cg);
+        return NULL;
+    }
     return cg;
 }
 

@@ -4,19 +4,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/strfmt.h"
+
 int err_set(err_t *err, int errnum, const char *fmt, ...)
 {
     if (!err)
         return -1;
+    /* ": strerror" is kept whole: a message too long for the rest is cut, and ends in "...". */
+    char suffix[128] = "";
+    if (errnum != 0)
+        strfmt_text_append(suffix, sizeof suffix, ": %s", strerror(errnum));
+    err->msg[0] = '\0';
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    strfmt_text_vappend(err->msg, sizeof err->msg - strlen(suffix), fmt, ap);
     va_end(ap);
-    if (n < 0)
-        err->msg[0] = '\0';
-    size_t len = strnlen(err->msg, sizeof err->msg);
-    if (errnum != 0 && len < sizeof err->msg)
-        snprintf(err->msg + len, sizeof err->msg - len, ": %s", strerror(errnum));
+    strfmt_text_append(err->msg, sizeof err->msg, "%s", suffix);
     err->errnum = errnum;
     return -1;
 }
@@ -34,7 +37,8 @@ int err_wrap(err_t *err, const char *fmt, ...)
         return -1;
     char old[sizeof err->msg];
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    err->msg[0] = '\0';
+    strfmt_text_append(err->msg, sizeof err->msg, "%s: %s", prefix, old);
     return -1;
 }
 
