@@ -1,10 +1,14 @@
 # hutch build. `make` builds build/hutch; `make test` builds the sanitizer variant and runs the suite.
 CC      ?= cc
-PKGS    := libseccomp jansson
+PKGS    := libseccomp jansson sqlite3 libsodium
 CFLAGS_BASE := -std=gnu17 -O2 -g -D_GNU_SOURCE -Isrc \
 	-Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 -Wstrict-prototypes \
 	-Wno-unused-parameter -Wno-format-truncation $(shell pkg-config --cflags $(PKGS))
 LIBS    := $(shell pkg-config --libs $(PKGS))
+# The static build needs the libraries' own dependencies too (SQLite's libm, libz, pthread).
+# SQLite's extension loading makes the linker warn about dlopen in a static program: hutch
+# never loads an extension.
+STATIC_LIBS := $(shell pkg-config --static --libs $(PKGS))
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SRCS      := $(sort $(wildcard src/*/*.c))
@@ -40,7 +44,7 @@ all: build/hutch
 # The sanitizer build stays dynamic (ASan needs it).
 build/hutch: $(OBJS)
 	@echo "  LD    $@"
-	@$(CC) $(CFLAGS_BASE) -static-pie -o $@ $^ $(LIBS)
+	@$(CC) $(CFLAGS_BASE) -static-pie -o $@ $^ $(STATIC_LIBS)
 
 build/hutch-san: $(SAN_OBJS)
 	@echo "  LD    $@"

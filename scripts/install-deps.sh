@@ -7,6 +7,8 @@ packages=(
     build-essential pkg-config
     libseccomp-dev   # seccomp: compiles the sandbox's syscall policy to BPF
     libjansson-dev   # JSON: `hutch run --json`, `hutch doctor --json`
+    libsqlite3-dev   # the daemon's state: sandboxes, their event logs, API keys (src/sandbox)
+    libsodium-dev    # API keys kept as hashes; random tokens
     # (both, and glibc, are linked statically into build/hutch: libc6-dev has libc.a)
     nftables         # `hutch doctor` checks it; egress rules for sandboxes will use it
     # what sandboxes run, and what the tests drive
