@@ -69,8 +69,8 @@ enum connect_code connect_code_from_errno(int errnum)
 
 char *connect_error_json(enum connect_code c, const char *message)
 {
-    json_t *o = json_pack("{s:s, s:s}", "code", connect_code_name(c), "message",
-                          message ? message : "");
+    json_t *o =
+        json_pack("{s:s, s:s}", "code", connect_code_name(c), "message", message ? message : "");
     if (!o) /* a message that is not UTF-8 */
         o = json_pack("{s:s, s:s}", "code", connect_code_name(c), "message",
                       "(a message that is not UTF-8)");
@@ -141,8 +141,9 @@ int connect_reader_feed(struct connect_reader *r, const uint8_t *data, size_t le
             if (r->header_have < CONNECT_ENVELOPE_HEADER)
                 return 0;
             if (r->header[0] != 0) {
-                err_set(err, 0, "envelope flags 0x%02x: compressed and end-of-stream request "
-                                "frames are not taken",
+                err_set(err, 0,
+                        "envelope flags 0x%02x: compressed and end-of-stream request "
+                        "frames are not taken",
                         r->header[0]);
                 err->errnum = EINVAL;
                 return -1;

@@ -1,4 +1,5 @@
 #include "api/control_json.h"
+#include "api/json_input.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,61 +12,10 @@
 
 /* ---------- JSON bodies ---------- */
 
-/* A 400's reason: err_set with EINVAL, but no strerror appended (the message says it all). */
-static int einval(err_t *err)
-{
-    err->errnum = EINVAL;
-    return -1;
-}
-#define invalid(err, ...) (err_set((err), 0, __VA_ARGS__), einval(err))
-
-
-/* The body as a JSON object; an empty body is {}. */
-static json_t *load_object(const char *body, size_t len, err_t *err)
-{
-    if (len == 0)
-        return json_object();
-    json_error_t jerr;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        err_set(err, 0, "the body is not JSON: %s (line %d, column %d)", jerr.text, jerr.line,
-                jerr.column);
-        err->errnum = EINVAL;
-        return NULL;
-    }
-    if (!json_is_object(root)) {
-        json_decref(root);
-        invalid(err, "the body must be a JSON object");
-        return NULL;
-    }
-    return root;
-}
-
-/* A string member's text, when it is one with no NUL in it and at most max bytes; NULL with err
- * otherwise. */
-static const char *string_value(const json_t *v, const char *field, size_t max, err_t *err)
-{
-    if (!json_is_string(v)) {
-        invalid(err, "%s must be a string", field);
-        return NULL;
-    }
-    const char *s = json_string_value(v);
-    size_t n = json_string_length(v);
-    if (strlen(s) != n) {
-        invalid(err, "%s holds a NUL character", field);
-        return NULL;
-    }
-    if (n > max) {
-        err_set(err, 0, "%s is longer than %zu bytes", field, max);
-        err->errnum = ENAMETOOLONG;
-        return NULL;
-    }
-    return s;
-}
+#define invalid(err, ...) api_input_error((err), EINVAL, __VA_ARGS__)
 
 /* An optional boolean member; false with *present false when absent. */
-static int optional_bool(const json_t *obj, const char *field, bool *out, bool *present,
-                         err_t *err)
+static int optional_bool(const json_t *obj, const char *field, bool *out, bool *present, err_t *err)
 {
     const json_t *v = json_object_get(obj, field);
     if (present)
@@ -89,22 +39,11 @@ static int optional_timeout(const json_t *obj, bool *present, int64_t *out, err_
         return invalid(err, "%s must be a whole number of seconds", "timeout");
     json_int_t t = json_integer_value(v);
     if (t < 0 || t > API_TIMEOUT_MAX_S) {
-        err_set(err, 0, "timeout must be between 0 and %d seconds", API_TIMEOUT_MAX_S);
-        err->errnum = EINVAL;
-        return -1;
+        return api_input_error(err, EINVAL, "timeout must be between 0 and %d seconds",
+                               API_TIMEOUT_MAX_S);
     }
     *out = t;
     return 0;
-}
-
-static bool env_name_valid(const char *s)
-{
-    if (!(isalpha((unsigned char)s[0]) || s[0] == '_'))
-        return false;
-    for (const char *p = s; *p; p++)
-        if (!(isalnum((unsigned char)*p) || *p == '_'))
-            return false;
-    return true;
 }
 
 /* A member that must be an object of strings (metadata, envVars), with its limits; its JSON text
@@ -120,9 +59,7 @@ static int string_map(const json_t *obj, const char *field, size_t max_entries, 
     if (!json_is_object(map))
         return invalid(err, "%s must be an object of strings", field);
     if (json_object_size(map) > max_entries) {
-        err_set(err, 0, "%s has more than %zu entries", field, max_entries);
-        err->errnum = E2BIG;
-        return -1;
+        return api_input_error(err, E2BIG, "%s has more than %zu entries", field, max_entries);
     }
     size_t total = 0;
     const char *key;
@@ -135,25 +72,20 @@ static int string_map(const json_t *obj, const char *field, size_t max_entries, 
         if (key_len == 0 || strlen(key) != key_len)
             return invalid(err, "%s is empty or holds a NUL character", what);
         if (key_len > key_max) {
-            err_set(err, 0, "%s is longer than %zu bytes", what, key_max);
-            err->errnum = ENAMETOOLONG;
-            return -1;
+            return api_input_error(err, ENAMETOOLONG, "%s is longer than %zu bytes", what, key_max);
         }
-        if (env_names && !env_name_valid(key)) {
-            err_set(err, 0, "%s: \"%.64s\" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
-                    field, key);
-            err->errnum = EINVAL;
-            return -1;
+        if (env_names && !api_env_name_valid(key)) {
+            return api_input_error(err, EINVAL,
+                                   "%s: \"%.64s\" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                                   field, key);
         }
         snprintf(what, sizeof what, "%s.%.40s", field, key);
-        if (!string_value(value, what, value_max, err))
+        if (!api_json_string(value, what, value_max, err))
             return -1;
         total += key_len + json_string_length(value);
     }
     if (total > total_max) {
-        err_set(err, 0, "%s is larger than %zu bytes in all", field, total_max);
-        err->errnum = E2BIG;
-        return -1;
+        return api_input_error(err, E2BIG, "%s is larger than %zu bytes in all", field, total_max);
     }
     *out = json_dumps(map, JSON_COMPACT | JSON_SORT_KEYS);
     return *out ? 0 : err_set(err, ENOMEM, "%s", field);
@@ -162,7 +94,7 @@ static int string_map(const json_t *obj, const char *field, size_t max_entries, 
 int api_new_sandbox_parse(const char *body, size_t len, struct api_new_sandbox *out, err_t *err)
 {
     memset(out, 0, sizeof *out);
-    json_t *root = load_object(body, len, err);
+    json_t *root = api_json_object(body, len, err);
     if (!root)
         return -1;
     int rc = -1;
@@ -170,7 +102,7 @@ int api_new_sandbox_parse(const char *body, size_t len, struct api_new_sandbox *
     const json_t *tpl = json_object_get(root, "templateID");
     const char *template_id = "base";
     if (tpl && !json_is_null(tpl)) {
-        template_id = string_value(tpl, "templateID", STORE_ID_MAX, err);
+        template_id = api_json_string(tpl, "templateID", STORE_ID_MAX, err);
         if (!template_id)
             goto out;
         if (!api_id_valid(template_id)) {
@@ -224,7 +156,7 @@ void api_new_sandbox_free(struct api_new_sandbox *ns)
 int api_connect_parse(const char *body, size_t len, struct api_connect *out, err_t *err)
 {
     memset(out, 0, sizeof *out);
-    json_t *root = load_object(body, len, err);
+    json_t *root = api_json_object(body, len, err);
     if (!root)
         return -1;
     bool memory = true;
@@ -241,7 +173,7 @@ int api_connect_parse(const char *body, size_t len, struct api_connect *out, err
 int api_timeout_parse(const char *body, size_t len, int64_t *timeout_s, err_t *err)
 {
     *timeout_s = 0;
-    json_t *root = load_object(body, len, err);
+    json_t *root = api_json_object(body, len, err);
     if (!root)
         return -1;
     bool present;
@@ -258,7 +190,7 @@ int api_timeout_parse(const char *body, size_t len, int64_t *timeout_s, err_t *e
 int api_pause_parse(const char *body, size_t len, bool *keep_memory, err_t *err)
 {
     *keep_memory = true;
-    json_t *root = load_object(body, len, err);
+    json_t *root = api_json_object(body, len, err);
     if (!root)
         return -1;
     int rc = optional_bool(root, "memory", keep_memory, NULL, err);
@@ -320,8 +252,7 @@ static int for_each_pair(const char *s, size_t key_max, size_t value_max, const 
         if (pair_len > 0) {
             if (percent_decode(s, key_len, true, key, key_max + 1) < 0 ||
                 percent_decode(v, value_len, true, value, value_max + 1) < 0) {
-                err_set(err, 0, "%s: a parameter is badly encoded or too long", what);
-                err->errnum = EINVAL;
+                api_input_error(err, EINVAL, "%s: a parameter is badly encoded or too long", what);
                 rc = -1;
             } else {
                 rc = each(key, value, ctx, err);
@@ -340,9 +271,8 @@ static int take_metadata_pair(const char *key, const char *value, void *ctx, err
 {
     struct api_list_query *q = ctx;
     if (q->n_metadata >= API_METADATA_MAX_ENTRIES) {
-        err_set(err, 0, "metadata: more than %d pairs", API_METADATA_MAX_ENTRIES);
-        err->errnum = E2BIG;
-        return -1;
+        return api_input_error(err, E2BIG, "metadata: more than %d pairs",
+                               API_METADATA_MAX_ENTRIES);
     }
     /* The SDK encodes each key and value with encodeURIComponent before it forms the pairs:
      * once more to undo. */
@@ -365,9 +295,7 @@ static int take_state(struct api_list_query *q, const char *value, err_t *err)
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int s = sandbox_state_parse(t);
         if (s != SANDBOX_RUNNING && s != SANDBOX_PAUSED) {
-            err_set(err, 0, "state: \"%.32s\" is not running or paused", t);
-            err->errnum = EINVAL;
-            return -1;
+            return api_input_error(err, EINVAL, "state: \"%.32s\" is not running or paused", t);
         }
         q->states |= SANDBOX_STATE_BIT(s);
     }
@@ -406,9 +334,8 @@ static int take_param(const char *key, const char *value, void *ctx, err_t *err)
         errno = 0;
         long long n = strtoll(value, &end, 10);
         if (errno || end == value || *end || n < 1 || n > API_LIST_LIMIT_MAX) {
-            err_set(err, 0, "limit must be a number from 1 to %d", API_LIST_LIMIT_MAX);
-            err->errnum = EINVAL;
-            return -1;
+            return api_input_error(err, EINVAL, "limit must be a number from 1 to %d",
+                                   API_LIST_LIMIT_MAX);
         }
         q->limit = (size_t)n;
         return 0;
@@ -477,8 +404,8 @@ char *api_sandbox_json(const struct store_sandbox *sb, enum api_sandbox_view vie
         api_time_format(sb->deadline_ms, end);
         json_object_set_new(o, "startedAt", json_string(started));
         json_object_set_new(o, "endAt", json_string(end));
-        json_object_set_new(o, "state", json_string(sb->state == SANDBOX_PAUSED ? "paused"
-                                                                                : "running"));
+        json_object_set_new(o, "state",
+                            json_string(sb->state == SANDBOX_PAUSED ? "paused" : "running"));
         json_object_set_new(o, "cpuCount", json_integer(sb->cpu_count));
         json_object_set_new(o, "memoryMB", json_integer(sb->memory_mb));
         json_object_set_new(o, "diskSizeMB", json_integer(sb->disk_mb));
@@ -572,8 +499,12 @@ int api_time_parse(const char *s, int64_t *ms)
     }
     if (*p || mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60)
         return -1;
-    struct tm tm = {.tm_year = year - 1900, .tm_mon = mon - 1, .tm_mday = day, .tm_hour = hour,
-                    .tm_min = min, .tm_sec = sec};
+    struct tm tm = {.tm_year = year - 1900,
+                    .tm_mon = mon - 1,
+                    .tm_mday = day,
+                    .tm_hour = hour,
+                    .tm_min = min,
+                    .tm_sec = sec};
     time_t t = timegm(&tm);
     if (t == (time_t)-1 || tm.tm_mday != day) /* 2026-02-31 came back as March */
         return -1;

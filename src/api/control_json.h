@@ -15,17 +15,17 @@
 
 /* Limits on what a client may ask for (E2B documents none; these keep one request small). */
 #define API_METADATA_MAX_ENTRIES 64
-#define API_METADATA_KEY_MAX 256
-#define API_METADATA_VALUE_MAX 4096
-#define API_ENV_MAX_ENTRIES 512
-#define API_ENV_NAME_MAX 256
-#define API_ENV_VALUE_MAX 32768
-#define API_ENV_TOTAL_MAX (256u << 10)  /* all names and values together */
-#define API_TIMEOUT_DEFAULT_S 300
-#define API_TIMEOUT_MAX_S (30 * 86400)  /* 30 days */
-#define API_LIST_LIMIT_DEFAULT 100
-#define API_LIST_LIMIT_MAX 1000
-#define API_SANDBOX_ID_LEN 20           /* E2B's: 20 characters of [a-z0-9] */
+#define API_METADATA_KEY_MAX     256
+#define API_METADATA_VALUE_MAX   4096
+#define API_ENV_MAX_ENTRIES      512
+#define API_ENV_NAME_MAX         256
+#define API_ENV_VALUE_MAX        32768
+#define API_ENV_TOTAL_MAX        (256u << 10) /* all names and values together */
+#define API_TIMEOUT_DEFAULT_S    300
+#define API_TIMEOUT_MAX_S        (30 * 86400) /* 30 days */
+#define API_LIST_LIMIT_DEFAULT   100
+#define API_LIST_LIMIT_MAX       1000
+#define API_SANDBOX_ID_LEN       20 /* E2B's: 20 characters of [a-z0-9] */
 
 /* POST /v2/sandboxes (NewSandboxV2) and POST /sandboxes (NewSandbox, e2b <= 2.50). */
 struct api_new_sandbox {

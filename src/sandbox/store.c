@@ -185,8 +185,7 @@ struct store *store_open(const char *path, err_t *err)
      * ones on a power cut, never the database's consistency. */
     if (exec_sql(st, "PRAGMA journal_mode = WAL", "WAL", err) < 0 ||
         exec_sql(st, "PRAGMA synchronous = NORMAL", "synchronous", err) < 0 ||
-        exec_sql(st, "PRAGMA foreign_keys = ON", "foreign keys", err) < 0 ||
-        migrate(st, err) < 0) {
+        exec_sql(st, "PRAGMA foreign_keys = ON", "foreign keys", err) < 0 || migrate(st, err) < 0) {
         err_wrap(err, "database %s", path);
         store_close(st);
         return NULL;
@@ -310,8 +309,8 @@ static int current_state(struct store *st, const char *id, err_t *err)
     return state;
 }
 
-int store_sandbox_transition(struct store *st, const char *id, unsigned from,
-                             enum sandbox_state to, const char *reason, const char *event_kind,
+int store_sandbox_transition(struct store *st, const char *id, unsigned from, enum sandbox_state to,
+                             const char *reason, const char *event_kind,
                              const char *event_detail_json, err_t *err)
 {
     if (check_text("sandbox id", id, STORE_ID_MAX, err) < 0 ||
@@ -428,8 +427,7 @@ int store_sandbox_get(struct store *st, const char *id, struct store_sandbox *ou
 }
 
 int store_sandbox_list(struct store *st, const struct store_list_filter *f,
-                       void (*cb)(const struct store_sandbox *sb, void *ctx), void *ctx,
-                       err_t *err)
+                       void (*cb)(const struct store_sandbox *sb, void *ctx), void *ctx, err_t *err)
 {
     /* Paging by (created_ms, id) of the previous page's last sandbox: stable while sandboxes
      * are created and removed between pages. */
@@ -518,8 +516,8 @@ static void key_hash(const char *key, unsigned char out[crypto_generichash_BYTES
 {
     /* API keys are random and long (the daemon makes them from 32 random bytes), so a fast hash
      * is enough: nothing to brute-force, unlike a password. */
-    crypto_generichash(out, crypto_generichash_BYTES, (const unsigned char *)key, strlen(key),
-                       NULL, 0);
+    crypto_generichash(out, crypto_generichash_BYTES, (const unsigned char *)key, strlen(key), NULL,
+                       0);
 }
 
 int store_api_key_add(struct store *st, const char *key, const char *name, err_t *err)

@@ -21,10 +21,10 @@
 #define STORE_SCHEMA_VERSION 1
 
 /* Bounds on what is stored (the API checks the same before it gets here). */
-#define STORE_ID_MAX 64          /* sandbox ids, template ids, aliases */
-#define STORE_TOKEN_MAX 128      /* envd access tokens */
-#define STORE_REASON_MAX 512     /* why a sandbox ended */
-#define STORE_JSON_MAX (1u << 20) /* metadata, env vars, an event's detail */
+#define STORE_ID_MAX     64         /* sandbox ids, template ids, aliases */
+#define STORE_TOKEN_MAX  128        /* envd access tokens */
+#define STORE_REASON_MAX 512        /* why a sandbox ended */
+#define STORE_JSON_MAX   (1u << 20) /* metadata, env vars, an event's detail */
 
 struct store;
 
@@ -58,20 +58,20 @@ int store_sandbox_insert(struct store *st, const struct store_sandbox *sb, err_t
 /* Moves id to state `to` when it is in one of `from` (a set of SANDBOX_STATE_BIT) and the move is
  * one sandbox_state_can allows; reason (may be NULL) is kept for killed and failed; the event
  * (kind, detail_json: NULL for none) is appended in the same transaction. */
-int store_sandbox_transition(struct store *st, const char *id, unsigned from,
-                             enum sandbox_state to, const char *reason, const char *event_kind,
+int store_sandbox_transition(struct store *st, const char *id, unsigned from, enum sandbox_state to,
+                             const char *reason, const char *event_kind,
                              const char *event_detail_json, err_t *err);
 int store_sandbox_set_deadline(struct store *st, const char *id, int64_t deadline_ms, err_t *err);
 /* Fills *out (its JSON strings the caller's: store_sandbox_free_fields). */
 int store_sandbox_get(struct store *st, const char *id, struct store_sandbox *out, err_t *err);
 
 struct store_list_filter {
-    unsigned states;             /* a set of SANDBOX_STATE_BIT; 0: every state */
-    const char *template_id;     /* NULL: any */
-    int64_t created_after_ms;    /* 0: any */
-    bool oldest_first;           /* default newest first */
-    size_t limit;                /* 0: no limit */
-    const char *after_id;        /* paging: continue after this id (the previous page's last) */
+    unsigned states;          /* a set of SANDBOX_STATE_BIT; 0: every state */
+    const char *template_id;  /* NULL: any */
+    int64_t created_after_ms; /* 0: any */
+    bool oldest_first;        /* default newest first */
+    size_t limit;             /* 0: no limit */
+    const char *after_id;     /* paging: continue after this id (the previous page's last) */
 };
 /* Calls cb with each matching sandbox, in order; cb's struct is valid during the call only.
  * Returns how many were listed. */

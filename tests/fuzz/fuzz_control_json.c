@@ -98,9 +98,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 5: {
         char *s = strndup(body, len);
         if (api_id_valid(s))
-            fuzz_assert(strlen(s) >= 1 && strlen(s) <= STORE_ID_MAX &&
-                        strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-                            strlen(s));
+            fuzz_assert(
+                strlen(s) >= 1 && strlen(s) <= STORE_ID_MAX &&
+                strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                    strlen(s));
         free(s);
         break;
     }

@@ -14,7 +14,8 @@ int main(void)
     size_t n;
     const char *start = "{\"event\":{\"start\":{\"pid\":1234}}}";
     ok(connect_envelope(0, start, strlen(start), &out, &n) == 0 && n == 5 + strlen(start) &&
-           memcmp(out, "\x00\x00\x00\x00\x20", 5) == 0 && memcmp(out + 5, start, strlen(start)) == 0,
+           memcmp(out, "\x00\x00\x00\x00\x20", 5) == 0 &&
+           memcmp(out + 5, start, strlen(start)) == 0,
        "a message frame: 00, the length big-endian, the JSON");
     free(out);
     ok(connect_end_stream(NULL, NULL, &out, &n) == 0 && n == 7 &&
@@ -51,8 +52,9 @@ int main(void)
            connect_code_from_errno(EIO) == CONNECT_INTERNAL,
        "errnos map to codes");
 
-    const char *req = "\x00\x00\x00\x00\x4a{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-l\",\"-c\","
-                      "\"echo hi\"]},\"stdin\":false}";
+    const char *req =
+        "\x00\x00\x00\x00\x4a{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-l\",\"-c\","
+        "\"echo hi\"]},\"stdin\":false}";
     size_t req_len = 5 + 0x4a;
     int all_pieces = 1;
     for (size_t piece = 1; piece <= req_len; piece++) {

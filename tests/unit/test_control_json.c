@@ -157,9 +157,16 @@ static void list_queries(void)
            !api_metadata_matches("{\"a b\":\"c&d\",\"user\":\"x\"}", &q) &&
            !api_metadata_matches("garbage", &q),
        "metadata filters: every pair must match");
-    static const char *const bad[] = {"state=killed", "state=", "limit=0", "limit=1001",
-                                      "limit=5x",     "order=up", "startedAfter=yesterday",
-                                      "template=..%2Fx", "metadata=%ZZ", "nextToken=%2F",
+    static const char *const bad[] = {"state=killed",
+                                      "state=",
+                                      "limit=0",
+                                      "limit=1001",
+                                      "limit=5x",
+                                      "order=up",
+                                      "startedAfter=yesterday",
+                                      "template=..%2Fx",
+                                      "metadata=%ZZ",
+                                      "nextToken=%2F",
                                       "state=%00running"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err_clear(&err);
@@ -171,9 +178,13 @@ static void list_queries(void)
 static void objects(void)
 {
     err_t err = {0};
-    struct store_sandbox sb = {.state = SANDBOX_PAUSED, .created_ms = 1796329059123LL,
-                               .deadline_ms = 1796329359123LL, .cpu_count = 2,
-                               .memory_mb = 512, .disk_mb = 1024, .auto_pause = true,
+    struct store_sandbox sb = {.state = SANDBOX_PAUSED,
+                               .created_ms = 1796329059123LL,
+                               .deadline_ms = 1796329359123LL,
+                               .cpu_count = 2,
+                               .memory_mb = 512,
+                               .disk_mb = 1024,
+                               .auto_pause = true,
                                .metadata_json = "{\"a\":\"b\"}"};
     strcpy(sb.id, "i2x6zabcdefghij01234");
     strcpy(sb.template_id, "base");
@@ -191,8 +202,8 @@ static void objects(void)
     o = json_loads(detail, 0, NULL);
     json_t *lifecycle = json_object_get(o, "lifecycle");
     ok(o && strcmp(json_string_value(json_object_get(o, "state")), "paused") == 0 &&
-           strcmp(json_string_value(json_object_get(o, "startedAt")),
-                  "2026-12-03T20:17:39.123Z") == 0 &&
+           strcmp(json_string_value(json_object_get(o, "startedAt")), "2026-12-03T20:17:39.123Z") ==
+               0 &&
            strcmp(json_string_value(json_object_get(o, "endAt")), "2026-12-03T20:22:39.123Z") ==
                0 &&
            json_integer_value(json_object_get(o, "memoryMB")) == 512 &&
@@ -205,7 +216,8 @@ static void objects(void)
     free(detail);
     char *listed = api_sandbox_json(&sb, API_SANDBOX_LISTED, "0.6.4", &err);
     o = json_loads(listed, 0, NULL);
-    ok(o && !json_object_get(o, "envdAccessToken") && json_is_array(json_object_get(o, "volumeMounts")),
+    ok(o && !json_object_get(o, "envdAccessToken") &&
+           json_is_array(json_object_get(o, "volumeMounts")),
        "ListedSandbox: no token");
     json_decref(o);
     free(listed);
@@ -217,9 +229,13 @@ static void times_and_ids(void)
     ok(api_time_parse("2026-12-03T21:17:39.5+01:00", &ms) == 0 && ms == 1796329059500LL,
        "an offset and a short fraction");
     ok(api_time_parse("2026-12-03T20:17:39Z", &ms) == 0 && ms == 1796329059000LL, "no fraction");
-    static const char *const bad[] = {"2026-02-31T00:00:00Z", "2026-12-03", "2026-12-03T20:17:39",
-                                      "2026-12-03T20:17:39.Z", "2026-12-03T25:00:00Z",
-                                      "2026-12-03T20:17:39Zjunk", ""};
+    static const char *const bad[] = {"2026-02-31T00:00:00Z",
+                                      "2026-12-03",
+                                      "2026-12-03T20:17:39",
+                                      "2026-12-03T20:17:39.Z",
+                                      "2026-12-03T25:00:00Z",
+                                      "2026-12-03T20:17:39Zjunk",
+                                      ""};
     int refused = 0;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         refused += api_time_parse(bad[i], &ms) < 0;
@@ -228,8 +244,8 @@ static void times_and_ids(void)
     char a[API_SANDBOX_ID_LEN + 1], b[API_SANDBOX_ID_LEN + 1];
     api_sandbox_id_new(a);
     api_sandbox_id_new(b);
-    ok(strlen(a) == API_SANDBOX_ID_LEN && strspn(a, "abcdefghijklmnopqrstuvwxyz0123456789") ==
-                                               API_SANDBOX_ID_LEN &&
+    ok(strlen(a) == API_SANDBOX_ID_LEN &&
+           strspn(a, "abcdefghijklmnopqrstuvwxyz0123456789") == API_SANDBOX_ID_LEN &&
            strcmp(a, b) != 0 && api_id_valid(a),
        "ids: %d of [a-z0-9], fresh each time (%s, %s)", API_SANDBOX_ID_LEN, a, b);
     ok(!api_id_valid("") && !api_id_valid("..") && !api_id_valid("a/b") && !api_id_valid("-x") &&

@@ -181,14 +181,14 @@ static void lists(struct store *st)
     for (int i = 0; i < 20; i++) {
         char id[16];
         snprintf(id, sizeof id, "l%02d", i);
-        struct store_sandbox sb = make(id, i % 2 ? "code-interpreter-v1" : "base",
-                                       i == 10 ? 100 : 10 * (i + 1));
+        struct store_sandbox sb =
+            make(id, i % 2 ? "code-interpreter-v1" : "base", i == 10 ? 100 : 10 * (i + 1));
         store_sandbox_insert(st, &sb, &err);
         store_sandbox_transition(st, id, SANDBOX_STATES_LIVE, SANDBOX_RUNNING, NULL, NULL, NULL,
                                  &err);
         if (i % 3 == 0)
-            store_sandbox_transition(st, id, SANDBOX_STATES_LIVE, SANDBOX_PAUSED, NULL, NULL,
-                                     NULL, &err);
+            store_sandbox_transition(st, id, SANDBOX_STATES_LIVE, SANDBOX_PAUSED, NULL, NULL, NULL,
+                                     &err);
     }
     struct collected c = {0};
     struct store_list_filter f = {.states = SANDBOX_STATE_BIT(SANDBOX_PAUSED), .limit = 3};
@@ -207,8 +207,8 @@ static void lists(struct store *st)
     int pages = 0;
     for (;;) {
         c.n = 0;
-        f = (struct store_list_filter){.states = SANDBOX_STATES_LIVE, .limit = 6,
-                                       .after_id = last[0] ? last : NULL};
+        f = (struct store_list_filter){
+            .states = SANDBOX_STATES_LIVE, .limit = 6, .after_id = last[0] ? last : NULL};
         int n = store_sandbox_list(st, &f, collect_sandbox, &c, &err);
         if (n <= 0)
             break;
@@ -218,8 +218,7 @@ static void lists(struct store *st)
         snprintf(last, sizeof last, "%s", c.ids[c.n - 1]);
     }
     ok(pages == 4, "20 sandboxes in pages of 6: 4 pages");
-    is_str(all,
-           "l19,l18,l17,l16,l15,l14,l13,l12,l11,l10,l09,l08,l07,l06,l05,l04,l03,l02,l01,l00",
+    is_str(all, "l19,l18,l17,l16,l15,l14,l13,l12,l11,l10,l09,l08,l07,l06,l05,l04,l03,l02,l01,l00",
            "each once, newest first (the two created at the same time by id, descending)");
 }
 
@@ -267,8 +266,8 @@ static _Noreturn void writer(const char *path, int round)
         snprintf(id, sizeof id, "k%d-%d", round, i);
         struct store_sandbox sb = make(id, "base", 1000 + i);
         if (store_sandbox_insert(st, &sb, &err) < 0 ||
-            store_sandbox_transition(st, id, SANDBOX_STATES_LIVE, SANDBOX_RUNNING, NULL, NULL,
-                                     NULL, &err) < 0)
+            store_sandbox_transition(st, id, SANDBOX_STATES_LIVE, SANDBOX_RUNNING, NULL, NULL, NULL,
+                                     &err) < 0)
             _exit(2);
     }
 }
@@ -330,8 +329,8 @@ static void crashes(void)
         sqlite3_free(msg);
         store_close(st);
         total = k.sandboxes;
-        if (intact && k.without_created == 0 && k.state_mismatch == 0 &&
-            WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        if (intact && k.without_created == 0 && k.state_mismatch == 0 && WIFSIGNALED(status) &&
+            WTERMSIG(status) == SIGKILL)
             rounds_ok++;
         else
             printf("# round %d: intact %d, %d sandboxes, %d without created, %d mismatched, "
