@@ -1,0 +1,244 @@
+#include "api/envd_files.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/json_input.h"
+#include "jail/jail.h"
+#include "util/strfmt.h"
+#include "util/utf8.h"
+
+static int take_path(const json_t *root, const char *field, char *out, err_t *err)
+{
+    const char *s = api_json_string(json_object_get(root, field), field, ENVD_PATH_MAX, err);
+    if (!s)
+        return -1;
+    if (!s[0])
+        return api_input_error(err, EINVAL, "%s is empty", field);
+    snprintf(out, ENVD_PATH_MAX + 1, "%s", s);
+    return 0;
+}
+
+static int take_bool(const json_t *root, const char *field, bool *out, err_t *err)
+{
+    const json_t *v = json_object_get(root, field);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_boolean(v))
+        return api_input_error(err, EINVAL, "%s must be true or false", field);
+    *out = json_is_true(v);
+    return 0;
+}
+
+int envd_fs_request_parse(enum envd_fs_call call, const char *json, struct envd_fs_request *out,
+                          err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    out->depth = 1;
+    json_t *root = api_json_object(json, json ? strlen(json) : 0, err);
+    if (!root)
+        return -1;
+    int rc;
+    if (call == ENVD_FS_MOVE)
+        rc = take_path(root, "source", out->path, err) < 0 ||
+                     take_path(root, "destination", out->destination, err) < 0
+                 ? -1
+                 : 0;
+    else
+        rc = take_path(root, "path", out->path, err);
+    if (rc == 0 && call == ENVD_FS_LIST_DIR) {
+        const json_t *d = json_object_get(root, "depth");
+        if (d && !json_is_null(d)) {
+            if (!json_is_integer(d) || json_integer_value(d) < 0 ||
+                json_integer_value(d) > ENVD_LIST_DEPTH_MAX)
+                rc = api_input_error(err, EINVAL, "depth must be a number from 1 to %d",
+                                     ENVD_LIST_DEPTH_MAX);
+            else if (json_integer_value(d) > 0) /* 0 is proto3's default: 1 */
+                out->depth = (uint32_t)json_integer_value(d);
+        }
+    }
+    if (rc == 0 && call == ENVD_FS_WATCH_DIR)
+        rc = take_bool(root, "recursive", &out->recursive, err) < 0 ||
+                     take_bool(root, "includeEntry", &out->include_entry, err) < 0
+                 ? -1
+                 : 0;
+    json_decref(root);
+    if (rc < 0) {
+        int errnum = err->errnum;
+        memset(out, 0, sizeof *out);
+        err->errnum = errnum;
+    }
+    return rc;
+}
+
+int envd_path_absolute(const char *path, bool as_root, char out[ENVD_PATH_MAX + 1], err_t *err)
+{
+    const char *home = as_root ? "/root" : "/home/user";
+    if (!path || !path[0])
+        return api_input_error(err, EINVAL, "the path is empty");
+    int rc;
+    if (path[0] == '/')
+        rc = strfmt(out, ENVD_PATH_MAX + 1, "%s", path);
+    else if (strcmp(path, "~") == 0)
+        rc = strfmt(out, ENVD_PATH_MAX + 1, "%s", home);
+    else if (strncmp(path, "~/", 2) == 0)
+        rc = strfmt(out, ENVD_PATH_MAX + 1, "%s/%s", home, path + 2);
+    else
+        rc = strfmt(out, ENVD_PATH_MAX + 1, "%s/%s", home, path);
+    if (rc < 0)
+        return api_input_error(err, ENAMETOOLONG, "the path is longer than %d bytes",
+                               ENVD_PATH_MAX);
+    return 0;
+}
+
+void envd_permissions(uint32_t type, uint32_t mode, char out[16])
+{
+    /* Go's order of type letters, then the nine permission bits */
+    size_t n = 0;
+    if (type == PROTO_FILE_TYPE_DIR)
+        out[n++] = 'd';
+    if (type == PROTO_FILE_TYPE_SYMLINK)
+        out[n++] = 'L';
+    if (mode & 04000)
+        out[n++] = 'u';
+    if (mode & 02000)
+        out[n++] = 'g';
+    if (mode & 01000)
+        out[n++] = 't';
+    if (type == PROTO_FILE_TYPE_OTHER)
+        out[n++] = '?';
+    if (n == 0)
+        out[n++] = '-';
+    static const char rwx[] = "rwxrwxrwx";
+    for (int i = 0; i < 9; i++)
+        out[n++] = (mode & (0400u >> i)) ? rwx[i] : '-';
+    out[n] = '\0';
+}
+
+void envd_owner_name(uint32_t id, char out[16])
+{
+    if (id == 0)
+        snprintf(out, 16, "root");
+    else if (id == JAIL_USER_UID)
+        snprintf(out, 16, "user");
+    else
+        snprintf(out, 16, "%u", id);
+}
+
+static const char *file_type_name(uint32_t type)
+{
+    switch (type) {
+    case PROTO_FILE_TYPE_FILE:
+        return "FILE_TYPE_FILE";
+    case PROTO_FILE_TYPE_DIR:
+        return "FILE_TYPE_DIRECTORY";
+    case PROTO_FILE_TYPE_SYMLINK:
+        return "FILE_TYPE_SYMLINK";
+    default:
+        return "FILE_TYPE_UNSPECIFIED";
+    }
+}
+
+/* google.protobuf.Timestamp's JSON: RFC 3339 in UTC, nanoseconds when there are any. */
+static void timestamp(int64_t ns, char out[48])
+{
+    int64_t s = ns / 1000000000, frac = ns % 1000000000;
+    if (frac < 0) {
+        frac += 1000000000;
+        s--;
+    }
+    time_t t = (time_t)s;
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 1) {
+        snprintf(out, 48, "1970-01-01T00:00:00Z");
+        return;
+    }
+    int n = snprintf(out, 48, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    if (frac)
+        snprintf(out + n, 48 - (size_t)n, ".%09lldZ", (long long)frac);
+    else
+        snprintf(out + n, 48 - (size_t)n, "Z");
+}
+
+/* A file name as JSON text: names are bytes, JSON is UTF-8; a byte that is not becomes U+FFFD,
+ * as Go's encoding/json (envd's) writes it. */
+static json_t *name_string(const char *s)
+{
+    size_t n;
+    char *clean = utf8_sanitize(s ? s : "", s ? strlen(s) : 0, &n);
+    json_t *v = clean ? json_stringn(clean, n) : NULL;
+    free(clean);
+    return v;
+}
+
+static json_t *entry_object(const struct proto_file_entry *e)
+{
+    char perms[16], owner[16], group[16], mtime[48], size[24];
+    envd_permissions(e->type, e->mode, perms);
+    envd_owner_name(e->uid, owner);
+    envd_owner_name(e->gid, group);
+    timestamp(e->mtime_ns, mtime);
+    snprintf(size, sizeof size, "%llu", (unsigned long long)e->size);
+    json_t *o =
+        json_pack("{s:o, s:s, s:o, s:s, s:i, s:s, s:s, s:s, s:s}", "name", name_string(e->name),
+                  "type", file_type_name(e->type), "path", name_string(e->path), "size", size,
+                  "mode", (int)(e->mode & 0777), "permissions", perms, "owner", owner, "group",
+                  group, "modifiedTime", mtime);
+    if (o && e->type == PROTO_FILE_TYPE_SYMLINK)
+        json_object_set_new(o, "symlinkTarget", name_string(e->symlink));
+    return o;
+}
+
+static char *dump(json_t *o)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+char *envd_entry_json(const struct proto_file_entry *e)
+{
+    return dump(entry_object(e));
+}
+
+char *envd_entry_reply(const struct proto_file_entry *e)
+{
+    json_t *entry = entry_object(e);
+    return entry ? dump(json_pack("{s:o}", "entry", entry)) : NULL;
+}
+
+char *envd_list_reply_files(const struct proto_file_entry *entries, size_t n)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < n; i++) {
+        json_t *entry = entry_object(&entries[i]);
+        if (!entry || json_array_append_new(list, entry) < 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list ? dump(json_pack("{s:o}", "entries", list)) : NULL;
+}
+
+char *envd_watch_event(uint32_t kind, const char *name)
+{
+    static const char *const names[] = {
+        [PROTO_WATCH_CREATE] = "EVENT_TYPE_CREATE", [PROTO_WATCH_WRITE] = "EVENT_TYPE_WRITE",
+        [PROTO_WATCH_REMOVE] = "EVENT_TYPE_REMOVE", [PROTO_WATCH_RENAME] = "EVENT_TYPE_RENAME",
+        [PROTO_WATCH_CHMOD] = "EVENT_TYPE_CHMOD",
+    };
+    if (kind >= sizeof names / sizeof names[0] || !names[kind])
+        return NULL;
+    return dump(
+        json_pack("{s:{s:o, s:s}}", "filesystem", "name", name_string(name), "type", names[kind]));
+}
+
+char *envd_watch_start(void)
+{
+    return dump(json_pack("{s:{}}", "start"));
+}

@@ -1,0 +1,60 @@
+/* envd's filesystem service in Connect JSON (`filesystem.Filesystem`, ../shared/e2b/PROTOCOL.md
+ * section 3, "Filesystem service"): the requests parsed from hostile input, paths made absolute
+ * against the user's home as envd does, and EntryInfo and watch events written the way the SDK
+ * reads them (Go's permission strings, int64 sizes as strings, RFC 3339 times). Pure functions;
+ * the files workers (src/files, through the agent) do the file work and the final path checks. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/proto_files.h"
+#include "util/err.h"
+
+#define ENVD_PATH_MAX       4095
+#define ENVD_LIST_DEPTH_MAX 64
+
+/* One request of Stat, MakeDir, Remove ({path}), ListDir ({path, depth}), Move ({source,
+ * destination}), WatchDir ({path, recursive, includeEntry}). Paths as sent (maybe relative). */
+struct envd_fs_request {
+    char path[ENVD_PATH_MAX + 1];
+    char destination[ENVD_PATH_MAX + 1]; /* Move */
+    uint32_t depth;                      /* ListDir: 1 when absent */
+    bool recursive, include_entry;       /* WatchDir */
+};
+enum envd_fs_call {
+    ENVD_FS_STAT,
+    ENVD_FS_MAKE_DIR,
+    ENVD_FS_REMOVE,
+    ENVD_FS_LIST_DIR,
+    ENVD_FS_MOVE,
+    ENVD_FS_WATCH_DIR,
+};
+int envd_fs_request_parse(enum envd_fs_call call, const char *json, struct envd_fs_request *out,
+                          err_t *err);
+
+/* path made absolute as envd makes it: a relative path is taken from the user's home
+ * (/home/user, or /root for root), "~" and "~/..." too. out holds ENVD_PATH_MAX + 1 bytes;
+ * -1 with err (EINVAL empty, ENAMETOOLONG) otherwise. No "..", symlink or length check beyond
+ * that: the files workers normalize and resolve inside the sandbox's root. */
+int envd_path_absolute(const char *path, bool as_root, char out[ENVD_PATH_MAX + 1], err_t *err);
+
+/* Go's fs.FileMode.String() of a type and mode: "-rw-r--r--", "drwxr-xr-x", "Lrwxrwxrwx",
+ * "urwxr-xr-x" (setuid), "dtrwxrwxrwx" (sticky). out holds 16 bytes. */
+void envd_permissions(uint32_t type, uint32_t mode, char out[16]);
+/* The owner name the SDK shows: "root" for 0, "user" for JAIL_USER_UID, else the number. */
+void envd_owner_name(uint32_t id, char out[16]);
+
+/* EntryInfo as JSON (a new jansson object as text, malloc'd): name, type, path, size, mode,
+ * permissions, owner, group, modifiedTime, symlinkTarget when a symlink; entries of another
+ * type (a FIFO, a device) have FILE_TYPE_UNSPECIFIED, which the SDK drops from lists. */
+char *envd_entry_json(const struct proto_file_entry *e);
+/* {"entry": EntryInfo} (Stat, MakeDir, Move). */
+char *envd_entry_reply(const struct proto_file_entry *e);
+/* {"entries": [EntryInfo...]} (ListDir). */
+char *envd_list_reply_files(const struct proto_file_entry *entries, size_t n);
+/* A WatchDir frame: {"filesystem":{"name": name relative to the watched directory, "type":
+ * "EVENT_TYPE_CREATE"...}}; NULL for an overflow (the stream ends with an error instead). */
+char *envd_watch_event(uint32_t kind, const char *name);
+/* WatchDir's first frame: {"start":{}}. */
+char *envd_watch_start(void);

@@ -1,0 +1,144 @@
+/* src/api/envd_files: the filesystem service's requests as the SDK sends them and hostile ones,
+ * paths made absolute against the user's home, and EntryInfo and watch events as the SDK reads
+ * them (Go's permission strings, sizes as strings, RFC 3339 times, names that are not UTF-8). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/envd_files.h"
+#include "tap.h"
+
+static const char *field(json_t *o, const char *name)
+{
+    return json_string_value(json_object_get(o, name));
+}
+
+int main(void)
+{
+    err_t err = {0};
+    struct envd_fs_request r;
+    ok(envd_fs_request_parse(ENVD_FS_STAT, "{\"path\":\"/home/user/a.txt\"}", &r, &err) == 0 &&
+           strcmp(r.path, "/home/user/a.txt") == 0,
+       "Stat {path}");
+    ok(envd_fs_request_parse(ENVD_FS_LIST_DIR, "{\"path\":\"/tmp\",\"depth\":3}", &r, &err) == 0 &&
+           r.depth == 3,
+       "ListDir with a depth");
+    ok(envd_fs_request_parse(ENVD_FS_LIST_DIR, "{\"path\":\"/tmp\"}", &r, &err) == 0 &&
+           r.depth == 1,
+       "ListDir without one: 1");
+    ok(envd_fs_request_parse(ENVD_FS_MOVE, "{\"source\":\"a\",\"destination\":\"/b\"}", &r, &err) ==
+               0 &&
+           strcmp(r.path, "a") == 0 && strcmp(r.destination, "/b") == 0,
+       "Move {source, destination}");
+    ok(envd_fs_request_parse(ENVD_FS_WATCH_DIR,
+                             "{\"path\":\"/w\",\"recursive\":true,\"includeEntry\":false}", &r,
+                             &err) == 0 &&
+           r.recursive && !r.include_entry,
+       "WatchDir {path, recursive, includeEntry}");
+    static const struct {
+        enum envd_fs_call call;
+        const char *json, *says;
+    } bad[] = {
+        {ENVD_FS_STAT, "{}", "path must be a string"},
+        {ENVD_FS_STAT, "{\"path\":\"\"}", "path is empty"},
+        {ENVD_FS_STAT, "{\"path\":7}", "path must be a string"},
+        {ENVD_FS_REMOVE, "{\"path\":\"/a\\u0000b\"}", "not allowed"},
+        {ENVD_FS_MOVE, "{\"source\":\"/a\"}", "destination must be a string"},
+        {ENVD_FS_LIST_DIR, "{\"path\":\"/\",\"depth\":-1}", "depth must be"},
+        {ENVD_FS_LIST_DIR, "{\"path\":\"/\",\"depth\":65}", "depth must be"},
+        {ENVD_FS_WATCH_DIR, "{\"path\":\"/\",\"recursive\":1}", "recursive must be"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err_clear(&err);
+        ok(envd_fs_request_parse(bad[i].call, bad[i].json, &r, &err) < 0 && err.errnum == EINVAL &&
+               strstr(err.msg, bad[i].says) && r.path[0] == '\0',
+           "%s: refused (%s)", bad[i].json, err.msg);
+    }
+    char *big = malloc(ENVD_PATH_MAX + 64);
+    snprintf(big, ENVD_PATH_MAX + 64, "{\"path\":\"/%0*d\"}", ENVD_PATH_MAX, 0);
+    ok(envd_fs_request_parse(ENVD_FS_STAT, big, &r, &err) < 0 && err.errnum == ENAMETOOLONG,
+       "a path over %d bytes: ENAMETOOLONG", ENVD_PATH_MAX);
+
+    char abs[ENVD_PATH_MAX + 1];
+    ok(envd_path_absolute("a.txt", false, abs, &err) == 0 && strcmp(abs, "/home/user/a.txt") == 0,
+       "a relative path is the user's home's");
+    ok(envd_path_absolute("a.txt", true, abs, &err) == 0 && strcmp(abs, "/root/a.txt") == 0,
+       "root's, from /root");
+    ok(envd_path_absolute("~/x", false, abs, &err) == 0 && strcmp(abs, "/home/user/x") == 0 &&
+           envd_path_absolute("~", false, abs, &err) == 0 && strcmp(abs, "/home/user") == 0,
+       "~ and ~/x");
+    ok(envd_path_absolute("/etc/../x", false, abs, &err) == 0 && strcmp(abs, "/etc/../x") == 0,
+       "an absolute path is left to the files workers to normalize");
+    memset(big, 'a', ENVD_PATH_MAX - 5);
+    big[ENVD_PATH_MAX - 5] = '\0';
+    ok(envd_path_absolute(big, false, abs, &err) < 0 && err.errnum == ENAMETOOLONG,
+       "a relative path that the home makes too long: ENAMETOOLONG, not cut");
+    ok(envd_path_absolute("", false, abs, &err) < 0 && err.errnum == EINVAL, "empty: EINVAL");
+    free(big);
+
+    char perms[16];
+    envd_permissions(PROTO_FILE_TYPE_FILE, 0644, perms);
+    is_str(perms, "-rw-r--r--", "a file 0644");
+    envd_permissions(PROTO_FILE_TYPE_DIR, 0755, perms);
+    is_str(perms, "drwxr-xr-x", "a directory 0755");
+    envd_permissions(PROTO_FILE_TYPE_SYMLINK, 0777, perms);
+    is_str(perms, "Lrwxrwxrwx", "a symlink, as Go writes it");
+    envd_permissions(PROTO_FILE_TYPE_DIR, 01777, perms);
+    is_str(perms, "dtrwxrwxrwx", "/tmp, sticky");
+    envd_permissions(PROTO_FILE_TYPE_FILE, 04755, perms);
+    is_str(perms, "urwxr-xr-x", "setuid");
+
+    struct proto_file_entry e = {.path = "/home/user/a\xff.txt",
+                                 .name = "a\xff.txt",
+                                 .symlink = "",
+                                 .type = PROTO_FILE_TYPE_FILE,
+                                 .mode = 0644,
+                                 .uid = 1000,
+                                 .gid = 1000,
+                                 .size = 10,
+                                 .mtime_ns = 1796329059123000000LL};
+    char *text = envd_entry_reply(&e);
+    json_t *o = json_loads(text ? text : "", 0, NULL);
+    json_t *entry = json_object_get(o, "entry");
+    ok(entry && strcmp(field(entry, "name"), "a\xef\xbf\xbd.txt") == 0 &&
+           strcmp(field(entry, "type"), "FILE_TYPE_FILE") == 0 &&
+           strcmp(field(entry, "size"), "10") == 0 &&
+           json_integer_value(json_object_get(entry, "mode")) == 0644 &&
+           strcmp(field(entry, "permissions"), "-rw-r--r--") == 0 &&
+           strcmp(field(entry, "owner"), "user") == 0 &&
+           strcmp(field(entry, "modifiedTime"), "2026-12-03T20:17:39.123000000Z") == 0 &&
+           !json_object_get(entry, "symlinkTarget"),
+       "EntryInfo: a name that is not UTF-8 with U+FFFD, size as a string, mode, permissions, "
+       "owner, time (%s)",
+       text);
+    json_decref(o);
+    free(text);
+    struct proto_file_entry l = {.path = "/home/user/l",
+                                 .name = "l",
+                                 .symlink = "/etc/passwd",
+                                 .type = PROTO_FILE_TYPE_SYMLINK,
+                                 .mode = 0777};
+    struct proto_file_entry both[] = {e, l};
+    text = envd_list_reply_files(both, 2);
+    o = json_loads(text ? text : "", 0, NULL);
+    json_t *second = json_array_get(json_object_get(o, "entries"), 1);
+    ok(json_array_size(json_object_get(o, "entries")) == 2 &&
+           strcmp(field(second, "type"), "FILE_TYPE_SYMLINK") == 0 &&
+           strcmp(field(second, "symlinkTarget"), "/etc/passwd") == 0 &&
+           strcmp(field(second, "owner"), "root") == 0 &&
+           strcmp(field(second, "modifiedTime"), "1970-01-01T00:00:00Z") == 0,
+       "ListDir's entries; a symlink with its target");
+    json_decref(o);
+    free(text);
+    text = envd_watch_event(PROTO_WATCH_CREATE, "sub/new.txt");
+    is_str(text, "{\"filesystem\":{\"name\":\"sub/new.txt\",\"type\":\"EVENT_TYPE_CREATE\"}}",
+           "a watch event, its name relative to the watched directory");
+    free(text);
+    ok(envd_watch_event(PROTO_WATCH_OVERFLOW, "x") == NULL && envd_watch_event(99, "x") == NULL,
+       "an overflow or an unknown kind gives no event frame");
+    text = envd_watch_start();
+    is_str(text, "{\"start\":{}}", "WatchDir's first frame");
+    free(text);
+    return done_testing();
+}
