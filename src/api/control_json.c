@@ -1,5 +1,6 @@
 #include "api/control_json.h"
 #include "api/json_input.h"
+#include "api/query.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -202,71 +203,6 @@ int api_pause_parse(const char *body, size_t len, bool *keep_memory, err_t *err)
 
 /* ---------- the list query ---------- */
 
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
-/* Percent-decodes in[0..len) into out (size bytes with the NUL); '+' is a space when form.
- * -1 for a bad escape, a NUL, or an output that does not fit. */
-static int percent_decode(const char *in, size_t len, bool form, char *out, size_t size)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = in[i];
-        if (c == '%') {
-            int hi = i + 2 < len ? hex_digit(in[i + 1]) : -1;
-            int lo = i + 2 < len ? hex_digit(in[i + 2]) : -1;
-            if (hi < 0 || lo < 0)
-                return -1;
-            c = (char)(hi * 16 + lo);
-            i += 2;
-        } else if (c == '+' && form) {
-            c = ' ';
-        }
-        if (c == '\0' || n + 1 >= size)
-            return -1;
-        out[n++] = c;
-    }
-    out[n] = '\0';
-    return 0;
-}
-
-/* Calls each(key, value) for each pair of a form-encoded string (&-separated k=v, decoded);
- * -1 with err for a pair that does not decode or fit. */
-static int for_each_pair(const char *s, size_t key_max, size_t value_max, const char *what,
-                         int (*each)(const char *key, const char *value, void *ctx, err_t *err),
-                         void *ctx, err_t *err)
-{
-    char *key = malloc(key_max + 1), *value = malloc(value_max + 1);
-    int rc = key && value ? 0 : err_set(err, ENOMEM, "%s", what);
-    while (rc == 0 && *s) {
-        size_t pair_len = strcspn(s, "&");
-        const char *eq = memchr(s, '=', pair_len);
-        size_t key_len = eq ? (size_t)(eq - s) : pair_len;
-        const char *v = eq ? eq + 1 : s + pair_len;
-        size_t value_len = eq ? pair_len - key_len - 1 : 0;
-        if (pair_len > 0) {
-            if (percent_decode(s, key_len, true, key, key_max + 1) < 0 ||
-                percent_decode(v, value_len, true, value, value_max + 1) < 0) {
-                api_input_error(err, EINVAL, "%s: a parameter is badly encoded or too long", what);
-                rc = -1;
-            } else {
-                rc = each(key, value, ctx, err);
-            }
-        }
-        s += pair_len;
-        if (*s == '&')
-            s++;
-    }
-    free(key);
-    free(value);
-    return rc;
-}
-
 static int take_metadata_pair(const char *key, const char *value, void *ctx, err_t *err)
 {
     struct api_list_query *q = ctx;
@@ -277,8 +213,8 @@ static int take_metadata_pair(const char *key, const char *value, void *ctx, err
     /* The SDK encodes each key and value with encodeURIComponent before it forms the pairs:
      * once more to undo. */
     struct api_metadata_pair *p = &q->metadata[q->n_metadata];
-    if (percent_decode(key, strlen(key), false, p->key, sizeof p->key) < 0 ||
-        percent_decode(value, strlen(value), false, p->value, sizeof p->value) < 0 ||
+    if (api_percent_decode(key, strlen(key), false, p->key, sizeof p->key) < 0 ||
+        api_percent_decode(value, strlen(value), false, p->value, sizeof p->value) < 0 ||
         p->key[0] == '\0')
         return invalid(err, "%s: a pair is badly encoded, empty or too long", "metadata");
     q->n_metadata++;
@@ -310,8 +246,8 @@ static int take_param(const char *key, const char *value, void *ctx, err_t *err)
     if (strcmp(key, "state") == 0)
         return take_state(q, value, err);
     if (strcmp(key, "metadata") == 0)
-        return for_each_pair(value, API_METADATA_KEY_MAX * 3, API_METADATA_VALUE_MAX * 3,
-                             "metadata", take_metadata_pair, q, err);
+        return api_query_each(value, API_METADATA_KEY_MAX * 3, API_METADATA_VALUE_MAX * 3,
+                              "metadata", take_metadata_pair, q, err);
     if (strcmp(key, "template") == 0) {
         if (value[0] && !api_id_valid(value))
             return invalid(err, "%s is not a template id", "template");
@@ -356,7 +292,7 @@ int api_list_query_parse(const char *query, struct api_list_query *out, err_t *e
     out->limit = API_LIST_LIMIT_DEFAULT;
     /* The metadata parameter is the longest: its pairs, encoded twice. */
     size_t value_max = 9 * (API_METADATA_KEY_MAX + API_METADATA_VALUE_MAX + 2) * 4;
-    if (for_each_pair(query, 64, value_max, "query", take_param, out, err) < 0) {
+    if (api_query_each(query, 64, value_max, "query", take_param, out, err) < 0) {
         int errnum = err->errnum;
         memset(out, 0, sizeof *out);
         err->errnum = errnum;
