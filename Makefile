@@ -1,14 +1,15 @@
 # hutch build. `make` builds build/hutch; `make test` builds the sanitizer variant and runs the suite.
 CC      ?= cc
-PKGS    := libseccomp jansson sqlite3 libsodium
+PKGS    := libseccomp jansson sqlite3 libsodium libuv
 CFLAGS_BASE := -std=gnu17 -O2 -g -D_GNU_SOURCE -Isrc \
 	-Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 -Wstrict-prototypes \
 	-Wno-unused-parameter -Wno-format-truncation $(shell pkg-config --cflags $(PKGS))
-LIBS    := $(shell pkg-config --libs $(PKGS))
-# The static build needs the libraries' own dependencies too (SQLite's libm, libz, pthread).
-# SQLite's extension loading makes the linker warn about dlopen in a static program: hutch
-# never loads an extension.
-STATIC_LIBS := $(shell pkg-config --static --libs $(PKGS))
+# http-parser ships no .pc file.
+LIBS    := $(shell pkg-config --libs $(PKGS)) -lhttp_parser
+# The static build needs the libraries' own dependencies too (SQLite's libm, libz, pthread;
+# libuv's -lpthread -ldl -lrt); Debian's static libuv is libuv_a.a. SQLite's extension loading
+# makes the linker warn about dlopen in a static program: hutch never loads an extension.
+STATIC_LIBS := $(patsubst -luv,-l:libuv_a.a,$(shell pkg-config --libs --static $(PKGS))) -lhttp_parser
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SRCS      := $(sort $(wildcard src/*/*.c))

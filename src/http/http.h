@@ -33,13 +33,12 @@ struct http_limits {
     size_t max_url;            /* bytes of the request target; default 8 KiB */
     size_t max_header_bytes;   /* all header names and values together; default 64 KiB */
     size_t max_headers;        /* default 100 */
-    unsigned header_timeout_ms; /* from a connection's first byte (or the previous response's
-                                 * end) to its request's last header; default 30 s */
+    unsigned header_timeout_ms; /* from a request's first byte to its last header; default 30 s */
     unsigned idle_timeout_ms;  /* a kept-alive connection with no request; default 60 s */
     unsigned max_connections;  /* beyond it, new connections are closed at once; default 4096 */
     size_t max_queued_write;   /* bytes of response queued on one connection before
                                 * http_respond_write reports backpressure; default 1 MiB */
-};
+};                             /* a field left 0 takes its default */
 
 struct http_header {
     const char *name; /* as sent; compare with strcasecmp */
@@ -80,8 +79,9 @@ struct http_exchange_callbacks {
     /* The response is sent whole: the exchange is about to be freed. */
     void (*on_done)(struct http_exchange *x, void *user);
     /* The client went away (or the connection failed, or the server is closing) before the
-     * response was sent: the exchange is about to be freed, the handler must drop every
-     * pointer to it and stop what it was doing for it. */
+     * response was sent, or the server answers in the handler's place (a body over max_body:
+     * 413; a malformed chunked body: 400): the exchange is about to be freed, the handler must
+     * drop every pointer to it and stop what it was doing for it. */
     void (*on_abort)(struct http_exchange *x, void *user);
     /* The queued response went below max_queued_write after a write reported backpressure. */
     void (*on_drain)(struct http_exchange *x, void *user);
@@ -99,7 +99,7 @@ int http_server_listen_tcp(struct http_server *s, const char *host, uint16_t por
 /* Listens on a unix socket at path (an old socket file there is replaced), mode applied to it. */
 int http_server_listen_unix(struct http_server *s, const char *path, unsigned mode, err_t *err);
 /* Stops listening, aborts every exchange (on_abort), closes every connection; frees s once the
- * handles are closed (the loop must run for that). */
+ * handles are closed (the loop must run for that). Not from inside one of s's callbacks. */
 void http_server_close(struct http_server *s);
 /* Connections open now (for tests: fd leak checks, floods). */
 size_t http_server_connection_count(const struct http_server *s);
@@ -109,9 +109,11 @@ size_t http_server_connection_count(const struct http_server *s);
 void http_exchange_set_callbacks(struct http_exchange *x, const struct http_exchange_callbacks *cb,
                                  void *user);
 /* Takes the request body as it arrives, at most max_body bytes (more: 413, sent by the server,
- * and the connection closed after it). A handler that never calls this for a request with a
- * body gets the body discarded (up to max 1 MiB; more closes the connection after the
- * response). */
+ * on_abort, and the connection closed after it; a Content-Length over it is refused before a
+ * byte is read). Until the handler calls this or responds, the body is not read, so it may call
+ * this later, after an asynchronous step. "Expect: 100-continue" is answered here. A handler
+ * that responds without calling it gets the body discarded (up to 1 MiB; more closes the
+ * connection after the response). */
 void http_exchange_on_body(struct http_exchange *x, uint64_t max_body,
                            const struct http_body_callbacks *cb, void *user);
 /* Stops and restarts reading the request body (backpressure while the handler writes it out,
@@ -121,8 +123,10 @@ void http_exchange_resume_body(struct http_exchange *x);
 /* A header of the request by name (case-insensitive), NULL when absent. */
 const char *http_request_header(const struct http_request *req, const char *name);
 
-/* A whole response: status, extra headers (n of them; Content-Length and Connection are the
- * server's), body of len bytes (copied). 0, or -1 when the exchange already has a response. */
+/* A whole response: status (200..999), extra headers (n of them; Content-Length,
+ * Transfer-Encoding and Connection are the server's), body of len bytes (copied). 0, or -1 when
+ * the exchange already has a response or a header is refused (a reserved name, a name that is
+ * not a token, CR or LF in a value). No body goes out for HEAD, 204 and 304. */
 int http_respond(struct http_exchange *x, int status, const struct http_header *headers, size_t n,
                  const void *body, size_t len);
 /* An error response in E2B's shape: {"code": status, "message": message}. */
@@ -135,5 +139,6 @@ int http_respond_start(struct http_exchange *x, int status, const struct http_he
  * above (the caller should wait for on_drain before writing more), -1 when the exchange is
  * gone or has no streamed response started. */
 int http_respond_write(struct http_exchange *x, const void *data, size_t len);
-/* Ends a streamed response (the last chunk). */
+/* Ends a streamed response (the last chunk). -1 also when fewer bytes than its Content-Length
+ * were written: the connection is then closed after them. */
 int http_respond_end(struct http_exchange *x);
