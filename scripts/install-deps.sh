@@ -6,10 +6,12 @@ packages=(
     # build
     build-essential pkg-config
     libseccomp-dev   # seccomp: compiles the sandbox's syscall policy to BPF
-    libjansson-dev   # JSON: `hutch run --json`, `hutch doctor --json`
+    libjansson-dev   # JSON: `hutch run --json`, `hutch doctor --json`, HTTP error bodies
     libsqlite3-dev   # the daemon's state: sandboxes, their event logs, API keys (src/sandbox)
     libsodium-dev    # API keys kept as hashes; random tokens
-    # (both, and glibc, are linked statically into build/hutch: libc6-dev has libc.a)
+    libuv1-dev       # the daemon's event loop, sockets and timers (src/http/)
+    libhttp-parser-dev # HTTP/1.1 request parsing (src/http/)
+    # (all, and glibc, are linked statically into build/hutch: libc6-dev has libc.a)
     nftables         # `hutch doctor` checks it; egress rules for sandboxes will use it
     # what sandboxes run, and what the tests drive
     python3 nodejs bash coreutils procps iproute2 util-linux bsdutils
