@@ -43,12 +43,14 @@ all: build/hutch
 # build/hutch is a static PIE: a dynamically linked hutch spends about 2 ms more per
 # `hutch run` (about 15%; bench/README.md), in ld.so and in every fork of its keeper and child.
 # The sanitizer build stays dynamic (ASan needs it).
-# libuv's core.c.o holds uv_os_get_passwd, which hutch never calls: glibc's static getpwuid_r
-# warns about NSS at every link. That one warning is dropped; any other is shown.
+# libuv's core.c.o holds uv_os_get_passwd and SQLite's os_unix.o its extension loader, which
+# hutch never calls: glibc warns about getpwuid_r (NSS) and dlopen in a static program at every
+# link. Those two warnings are dropped; any other is shown.
 build/hutch: $(OBJS)
 	@echo "  LD    $@"
 	@$(CC) $(CFLAGS_BASE) -static-pie -o $@ $^ $(STATIC_LIBS) 2>$@.ld-log; rc=$$?; \
-		grep -v -e "in function \`uv__getpwuid_r':" -e "Using 'getpwuid_r' in statically linked" $@.ld-log >&2; \
+		grep -v -e "in function \`uv__getpwuid_r':" -e "Using 'getpwuid_r' in statically linked" \
+			-e "in function \`unixDlOpen':" -e "Using 'dlopen' in statically linked" $@.ld-log >&2; \
 		rm -f $@.ld-log; exit $$rc
 
 build/hutch-san: $(SAN_OBJS)
