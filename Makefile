@@ -3,7 +3,7 @@ CC      ?= cc
 PKGS    := libseccomp jansson sqlite3 libsodium libuv
 CFLAGS_BASE := -std=gnu17 -O2 -g -D_GNU_SOURCE -Isrc \
 	-Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 -Wstrict-prototypes \
-	-Wno-unused-parameter -Wno-format-truncation $(shell pkg-config --cflags $(PKGS))
+	-Wno-unused-parameter $(shell pkg-config --cflags $(PKGS))
 # http-parser ships no .pc file.
 LIBS    := $(shell pkg-config --libs $(PKGS)) -lhttp_parser
 # The static build needs the libraries' own dependencies too (SQLite's libm, libz, pthread;
@@ -31,8 +31,8 @@ FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(sort $(wildcard tests/fuzz/fuzz
 UNIT_BINS  += $(FUZZ_NAMES:%=build/tests/test_fuzz_%)
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
-# clang lacks -Wformat-truncation, and flags libseccomp's SCMP_A0() for a missing field.
-FUZZ_CFLAGS := $(filter-out -Wno-format-truncation,$(CFLAGS_BASE)) -Wno-missing-field-initializers \
+# clang flags libseccomp's SCMP_A0() for a missing field.
+FUZZ_CFLAGS := $(CFLAGS_BASE) -Wno-missing-field-initializers \
 	-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=build/fuzz/obj/%.o) build/fuzz/obj/gen/seccomp_builtin.o
 .SECONDARY: $(FUZZ_LIB_OBJS)

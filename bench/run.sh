@@ -66,7 +66,7 @@ python3 bench/report.py "$out/raw.json" "$out/results.json" \
     "BENCH_N=$runs BENCH_WARMUP=$warmup make bench"
 echo "raw numbers: $out/results.json"
 if [ "${BENCH_WRITABLE_ROOT:-0}" = 1 ]; then
-    cc $cflags -Wno-format-truncation -Isrc -o "$out/writable_root" bench/writable_root.c \
-        src/jail/idmap.c src/jail/disk_layer.c src/jail/control.c src/util/fds.c src/util/err.c
+    cc $cflags -Isrc -o "$out/writable_root" bench/writable_root.c \
+        src/jail/idmap.c src/jail/disk_layer.c src/jail/control.c src/util/fds.c src/util/err.c src/util/strfmt.c
     "$out/writable_root" -n "$((runs < 1000 ? runs : 1000))" -d "$tmp"
 fi

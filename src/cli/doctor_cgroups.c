@@ -24,6 +24,7 @@
 #include "cli/paths.h"
 #include "jail/cgroup.h"
 #include "util/fileio.h"
+#include "util/strfmt.h"
 
 /* Where the host mounts its hierarchies, for the messages. */
 #define CGROUP_FS_ROOT    "/sys/fs/cgroup"
@@ -99,7 +100,7 @@ static void cgroup_where(const struct cgroup *cg, char *out, size_t size)
 {
     static const char *const v1[] = {"memory", "pids", "cpu", "cpuacct", "freezer"};
     char path[PATH_MAX], seen[5][PATH_MAX];
-    size_t n_seen = 0, len = 0;
+    size_t n_seen = 0;
     out[0] = '\0';
     for (size_t i = 0; i < sizeof v1 / sizeof v1[0]; i++) {
         if (v1_group_dir(cg, v1[i], path, sizeof path) < 0 || access(path, F_OK) < 0)
@@ -107,14 +108,12 @@ static void cgroup_where(const struct cgroup *cg, char *out, size_t size)
         bool dup = false; /* co-mounted controllers ("cpu,cpuacct") share one directory */
         for (size_t k = 0; k < n_seen; k++)
             dup = dup || strcmp(seen[k], path) == 0;
-        snprintf(seen[n_seen++], PATH_MAX, "%s", path);
-        len += (size_t)snprintf(out + len, size - len, "%sv1 %s%s", len ? ", " : "", v1[i],
-                                dup ? " (shared)" : "");
-        if (len >= size)
-            return;
+        snprintf(seen[n_seen++], PATH_MAX, "%s", path); /* the same size */
+        strfmt_text_append(out, size, "%sv1 %s%s", out[0] ? ", " : "", v1[i],
+                           dup ? " (shared)" : "");
     }
     if (cgroup_file_path(cg, "", "", path, sizeof path, NULL) == 0 && access(path, F_OK) == 0)
-        snprintf(out + len, size - len, "%scgroup2", len ? ", " : "");
+        strfmt_text_append(out, size, "%scgroup2", out[0] ? ", " : "");
 }
 
 void check_cgroup_controllers(struct doctor_result *r)

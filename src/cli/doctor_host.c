@@ -15,6 +15,7 @@
 #include "cli/paths.h"
 #include "jail/template.h"
 #include "util/fileio.h"
+#include "util/strfmt.h"
 
 /* ---------- host directories ---------- */
 
@@ -56,7 +57,7 @@ static void rmdir_made(const char *path, size_t first_made)
     if (!first_made)
         return;
     char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
+    snprintf(buf, sizeof buf, "%s", path); /* mkdir_p_tracked held it whole in as much */
     for (;;) {
         size_t len = strlen(buf);
         while (len > 1 && buf[len - 1] == '/')
@@ -102,8 +103,7 @@ static int find_untraversable(const char *path, char *bad, size_t size, mode_t *
 static int try_write_in(const char *dir, err_t *err)
 {
     char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s/.hutch-doctor.XXXXXX", dir);
-    if (!mkdtemp(tmp))
+    if (strfmt(tmp, sizeof tmp, "%s/.hutch-doctor.XXXXXX", dir) < 0 || !mkdtemp(tmp))
         return err_set(err, errno, "create a directory in %s", dir);
     rmdir(tmp);
     return 0;
@@ -141,8 +141,10 @@ void check_state_dir(struct doctor_result *r)
     mode_t mode = 0;
     /* Sandboxes run as unprivileged host uids and must reach the template below it, so the
      * whole way down to the template (when it exists) must be searchable by others. */
-    snprintf(tpl, sizeof tpl, "%s/templates/base-v%d/rootfs", dir, TEMPLATE_BASE_VERSION);
-    const char *deepest = access(tpl, F_OK) == 0 ? tpl : dir;
+    bool have_tpl =
+        strfmt(tpl, sizeof tpl, "%s/templates/base-v%d/rootfs", dir, TEMPLATE_BASE_VERSION) == 0 &&
+        access(tpl, F_OK) == 0;
+    const char *deepest = have_tpl ? tpl : dir;
     int found = find_untraversable(deepest, bad, sizeof bad, &mode);
     if (found < 0) {
         result_set(r, DOCTOR_FAIL, "resolving %s: %s", deepest, strerror(errno));

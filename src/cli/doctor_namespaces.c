@@ -39,9 +39,9 @@
 static void doctor_uids_take(struct uid_range *range)
 {
     char lock[PATH_MAX];
-    snprintf(lock, sizeof lock, "%s/uid-slots.lock", hutch_run_dir());
     err_t ignored;
-    if (access(lock, F_OK) == 0 && uid_range_acquire(lock, range, &ignored) == 0)
+    if (strfmt(lock, sizeof lock, "%s/uid-slots.lock", hutch_run_dir()) == 0 &&
+        access(lock, F_OK) == 0 && uid_range_acquire(lock, range, &ignored) == 0)
         return;
     range->lock_fd = -1;
     range->slot = USERNS_SLOT_COUNT - 1;
@@ -148,6 +148,7 @@ static enum doctor_status overlay_child(struct probe *p, void *arg, char *detail
         return doctor_say(detail, size, DOCTOR_FAIL,
                           "make / private in the new mount namespace: %s", strerror(errno));
     char mnt[PATH_MAX], merged[PATH_MAX], path[PATH_MAX], opts[3 * PATH_MAX];
+    /* overlay_dir_make made u->dir/lower/hello: these fit. */
     snprintf(mnt, sizeof mnt, "%s/mnt", u->dir);
     snprintf(merged, sizeof merged, "%s/merged", u->dir);
     if (mount("tmpfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
@@ -157,8 +158,10 @@ static enum doctor_status overlay_child(struct probe *p, void *arg, char *detail
     if (rc < 0 || strfmt(path, sizeof path, "%s/work", mnt) < 0 || mkdir(path, 0755) < 0)
         return doctor_say(detail, size, DOCTOR_FAIL, "mkdir upper/work on the tmpfs: %s",
                           strerror(errno));
-    snprintf(opts, sizeof opts, "lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work,userxattr",
-             u->dir, mnt, mnt);
+    if (strfmt(opts, sizeof opts, "lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work,userxattr",
+               u->dir, mnt, mnt) < 0)
+        return doctor_say(detail, size, DOCTOR_FAIL, "overlay options for %s: %s", u->dir,
+                          strerror(errno));
     if (mount("overlay", merged, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
         return doctor_say(
             detail, size, DOCTOR_FAIL,
@@ -200,7 +203,8 @@ static enum doctor_status overlay_child(struct probe *p, void *arg, char *detail
 static int overlay_dir_make(char *dir, size_t size, err_t *err)
 {
     const char *tmp = getenv("TMPDIR");
-    snprintf(dir, size, "%s/hutch-doctor.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+    if (strfmt(dir, size, "%s/hutch-doctor.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp") < 0)
+        return err_set(err, errno, "TMPDIR %s", tmp);
     if (!mkdtemp(dir))
         return err_set(err, errno, "mkdtemp %s", dir);
     /* mkdtemp makes it 0700; the namespace's root is an unprivileged host uid that must get
@@ -230,7 +234,7 @@ static void overlay_dir_remove(const char *dir)
     /* The mounts lived in the probe's mount namespace and went away with it. */
     static const char *const paths[] = {"lower/hello", "lower", "mnt", "merged", ""};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        char path[PATH_MAX];
+        char path[PATH_MAX]; /* overlay_dir_make made dir/lower/hello: these fit */
         snprintf(path, sizeof path, "%s/%s", dir, paths[i]);
         if (unlink(path) < 0)
             rmdir(path);

@@ -207,14 +207,10 @@ void check_landlock(struct doctor_result *r)
         return;
     }
     char missing[sizeof r->detail] = "";
-    size_t len = 0;
-    for (size_t i = 0; i < sizeof landlock_missing / sizeof landlock_missing[0]; i++) {
-        if (landlock_missing[i].abi <= abi || len >= sizeof missing)
-            continue;
-        int n = snprintf(missing + len, sizeof missing - len, "%s%s", len ? "; " : "",
-                         landlock_missing[i].what);
-        len += n > 0 ? (size_t)n : 0;
-    }
+    for (size_t i = 0; i < sizeof landlock_missing / sizeof landlock_missing[0]; i++)
+        if (landlock_missing[i].abi > abi)
+            strfmt_text_append(missing, sizeof missing, "%s%s", missing[0] ? "; " : "",
+                               landlock_missing[i].what);
     result_set(r, DOCTOR_WARN, "kernel ABI %d, hutch uses up to ABI %d; %s; missing here: %s", abi,
                LANDLOCK_ABI_USED, tried, missing);
 }
@@ -280,13 +276,13 @@ static bool find_in_path(const char *prog, char *out, size_t size)
     /* root's usual sbin directories too: a plain user PATH often lacks them */
     const char *path = getenv("PATH");
     char dirs[4096];
-    snprintf(dirs, sizeof dirs, "%s:/usr/sbin:/sbin", path ? path : "/usr/bin:/bin");
+    /* A PATH too long to hold is not searched half: the usual directories are. */
+    if (strfmt(dirs, sizeof dirs, "%s:/usr/sbin:/sbin", path ? path : "/usr/bin:/bin") < 0)
+        strfmt(dirs, sizeof dirs, "/usr/bin:/bin:/usr/sbin:/sbin");
     char *save = NULL;
-    for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(out, size, "%s/%s", d, prog);
-        if (access(out, X_OK) == 0)
+    for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save))
+        if (strfmt(out, size, "%s/%s", d, prog) == 0 && access(out, X_OK) == 0)
             return true;
-    }
     return false;
 }
 

@@ -26,12 +26,13 @@
 #include "jail/control.h"
 #include "jail/disk_layer.h"
 #include "jail/jail.h"
-#include "jail/verdict.h"
 #include "jail/template.h"
 #include "jail/userns.h"
+#include "jail/verdict.h"
 #include "util/cleanup.h"
 #include "util/fileio.h"
 #include "util/proctitle.h"
+#include "util/strfmt.h"
 #include "util/utf8.h"
 
 #define TICK_MS        100
@@ -704,7 +705,8 @@ static int start(struct run *r, err_t *err)
     if (r->opt.writable_root && prepare_layer(r, state_dir, err) < 0)
         return -1;
     char lock[PATH_MAX];
-    snprintf(lock, sizeof lock, "%s/uid-slots.lock", hutch_run_dir());
+    if (strfmt(lock, sizeof lock, "%s/uid-slots.lock", hutch_run_dir()) < 0)
+        return err_set(err, errno, "run directory %s (HUTCH_RUN_DIR)", hutch_run_dir());
     if (mkdir_p_at(AT_FDCWD, hutch_run_dir(), 0755, err) < 0 ||
         uid_range_acquire(lock, &r->uids, err) < 0)
         return -1;
@@ -718,7 +720,7 @@ static int start(struct run *r, err_t *err)
             close(out_w);
         return -1;
     }
-    char name[64];
+    char name[64]; /* 25 bytes at most */
     static unsigned counter;
     snprintf(name, sizeof name, "run-%d-%u", (int)getpid(), counter++);
     struct jail_spec spec = {

@@ -30,7 +30,7 @@ enum {
 /* One hierarchy the mode uses: its hutch/ directory, held open for the process's life. */
 struct cgroup_hier {
     int fd;         /* hutch/ (O_PATH): every group file is opened relative to it */
-    char label[32]; /* "" for cgroup2, else the hierarchy's controllers ("memory") */
+    char label[32]; /* "" for cgroup2, else the hierarchy's controllers ("memory"; all four: 27) */
 };
 
 struct cgroup_ops;

@@ -9,6 +9,7 @@
 #include "jail/cgroup_internal.h"
 #include "util/cleanup.h"
 #include "util/fileio.h"
+#include "util/strfmt.h"
 
 static const struct {
     unsigned bit;
@@ -66,8 +67,8 @@ int cgroup_v2_host_open(struct cgroup_host *host, int root_fd, const char *root_
                     &enabled, err) < 0 ||
         cgroup_hier_open_parent(&host->v2, root_fd, err) < 0)
         return -1;
-    char where[256];
-    snprintf(where, sizeof where, "%s/" CGROUP_PARENT, root_path);
+    char where[256] = ""; /* for messages only: cut visibly */
+    strfmt_text_append(where, sizeof where, "%s/" CGROUP_PARENT, root_path);
     cleanup_fd int parent = openat(host->v2.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (parent < 0)
         return err_set(err, errno, "cgroup v2: open %s", where);
@@ -152,7 +153,7 @@ static bool v2_is_member(const struct cgroup *cg, pid_t pid)
     const char *line = strstr(text, "0::");
     if (line != text && (!line || line[-1] != '\n'))
         return false;
-    snprintf(suffix, sizeof suffix, "/" CGROUP_PARENT "/%s\n", cg->path);
+    snprintf(suffix, sizeof suffix, "/" CGROUP_PARENT "/%s\n", cg->path); /* CGROUP_PATH_MAX */
     const char *end = strchr(line, '\n');
     size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
     size_t suffix_len = strlen(suffix);

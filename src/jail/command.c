@@ -36,11 +36,16 @@ int jail_command_group_open(struct jail *jail, const char *group, struct cgroup 
 int jail_command_start(struct jail *jail, const struct jail_command_spec *spec,
                        uint32_t request_id, char group[JAIL_COMMAND_GROUP_MAX + 1], err_t *err)
 {
-    if (!jail->cgroup || jail->control_fd < 0)
-        return err_set(err, ESRCH, "sandbox %s: not running", jail->name);
+    /* The request first: a bad one is refused whatever state the sandbox is in. */
     if (!spec->argv || !spec->argv[0])
         return err_set(err, EINVAL, "sandbox %s: a command needs argv", jail->name);
-    snprintf(group, JAIL_COMMAND_GROUP_MAX + 1, "c%u", (unsigned)request_id);
+    if (jail_check_length(spec->cwd, JAIL_MAX_SANDBOX_PATH, err, "cwd") < 0 ||
+        jail_check_length(spec->tag, JAIL_COMMAND_MAX_TAG, err, "tag") < 0 ||
+        jail_check_args(spec->argv, spec->envp, err) < 0)
+        return err_wrap(err, "sandbox %s: command", jail->name);
+    if (!jail->cgroup || jail->control_fd < 0)
+        return err_set(err, ESRCH, "sandbox %s: not running", jail->name);
+    snprintf(group, JAIL_COMMAND_GROUP_MAX + 1, "c%u", (unsigned)request_id); /* 11 at most */
     struct cgroup *cg = NULL;
     uid_t root = jail->host_uid_base;
     if (cgroup_create(cgroup_host_of(jail->cgroup), jail->cgroup, group, NULL, CGROUP_OOM_GROUP,

@@ -13,12 +13,21 @@
 #include "proto/proto.h"
 
 #define JAIL_COMMAND_GROUP_MAX 32
+/* A command's tag, as init keeps it (COMMANDS_TAG_MAX); longer is ENAMETOOLONG. A command's cwd,
+ * argv and environment have the bounds of a sandbox's (jail.h), which its SPAWN always holds: */
+#define JAIL_COMMAND_MAX_TAG 128
+_Static_assert(JAIL_MAX_SANDBOX_PATH <= PROTO_MAX_STRING && JAIL_COMMAND_MAX_TAG <= PROTO_MAX_STRING &&
+                   JAIL_MAX_ARG_BYTES <= PROTO_MAX_ARG && JAIL_MAX_ARGS <= PROTO_MAX_ARGS,
+               "init takes what jail_command_start lets through");
+/* each entry costs its string, its NUL and an 8-byte field header: what the total counts */
+_Static_assert(JAIL_MAX_ARGV_ENV_BYTES + 2 * (PROTO_MAX_STRING + 9) + 256 <= PROTO_MAX_TO_INIT,
+               "a SPAWN holds the largest argv and environment");
 
 struct jail_command_spec {
     const char *const *argv; /* non-empty */
     const char *const *envp; /* NAME=VALUE entries */
     const char *cwd;         /* NULL = the user's home */
-    const char *tag;         /* NULL or up to 128 bytes, told back by lists */
+    const char *tag;         /* NULL or up to JAIL_COMMAND_MAX_TAG bytes, told back by lists */
     bool as_root;
     bool stdin_pipe;
     bool pty;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "util/fds.h"
+#include "util/strfmt.h"
 
 int control_send_fds(int sock, const struct control_msg *msg, const int *fds, size_t n_fds)
 {
@@ -56,7 +57,7 @@ int control_send_simple(int sock, enum control_type type, int code, int sig, con
     msg.code = code;
     msg.sig = sig;
     if (text)
-        snprintf(msg.text, sizeof msg.text, "%s", text);
+        strfmt_text_append(msg.text, sizeof msg.text, "%s", text);
     return control_send(sock, &msg, -1);
 }
 
@@ -122,13 +123,15 @@ void control_die(int sock, int errnum, const char *fmt, ...)
     memset(&msg, 0, sizeof msg);
     msg.type = CONTROL_SETUP_ERROR;
     msg.code = errnum;
+    /* As err_set: ": strerror" is kept whole, a message too long for the rest ends in "...". */
+    char suffix[128] = "";
+    if (errnum)
+        strfmt_text_append(suffix, sizeof suffix, ": %s", strerror(errnum));
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(msg.text, sizeof msg.text, fmt, ap);
+    strfmt_text_vappend(msg.text, sizeof msg.text - strlen(suffix), fmt, ap);
     va_end(ap);
-    size_t len = n < 0 ? 0 : strnlen(msg.text, sizeof msg.text);
-    if (errnum && len < sizeof msg.text)
-        snprintf(msg.text + len, sizeof msg.text - len, ": %s", strerror(errnum));
+    strfmt_text_append(msg.text, sizeof msg.text, "%s", suffix);
     control_send(sock, &msg, -1);
     _exit(1);
 }

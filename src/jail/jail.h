@@ -18,6 +18,7 @@
  * here raises SIGPIPE (every write to a socket or pipe uses MSG_NOSIGNAL or a socket), sleeps
  * (except the blocking compositions) or exits the process. */
 #pragma once
+#include <limits.h>
 #include <linux/capability.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +42,31 @@
 #define JAIL_MAX_COMMANDS 1024u /* commands running at once in an agent sandbox */
 #define JAIL_MAX_DISK_BYTES (1ull << 50) /* 1 PiB: far below where the kernel's rounding wraps */
 #define JAIL_MAX_TIME_MS    (400ull * 24 * 3600 * 1000) /* 400 days, for any time limit */
+
+/* Lengths of what enters the core (in bytes, without the NUL), checked by jail_start_begin and
+ * jail_command_start before anything is made; the daemon checks its HTTP input against the same
+ * (jail_check_length, jail_check_args). Nothing longer is ever cut to fit: it is refused, a name
+ * or a path with ENAMETOOLONG, argv and environment with E2BIG (as execve says it). */
+/* A sandbox's name: its cgroup (hutch/NAME, one level of [A-Za-z0-9._-], no leading dot), its
+ * record (NAME.sandbox), its init's socket (NAME.sock) and struct jail's name. */
+#define JAIL_MAX_NAME CGROUP_NAME_MAX
+#define JAIL_MAX_HOSTNAME HOST_NAME_MAX /* 64: sethostname refuses more */
+/* A host directory (template_dir, usr_dir, stage_dir, layer_dir, dpkg_dir) and a mount's host
+ * path: PATH_MAX less room for what hutch appends inside its PATH_MAX buffers (the longest:
+ * stage_dir + "/root/proc/sysrq-trigger", 24 bytes). */
+#define JAIL_MAX_HOST_PATH (PATH_MAX - 64)
+/* A path inside the sandbox (cwd, a file's destination, a mount's target): what the kernel
+ * resolves at all. */
+#define JAIL_MAX_SANDBOX_PATH (PATH_MAX - 1)
+/* argv and the environment, of a sandbox's payload and of a command. One entry: the kernel's own
+ * bound (MAX_ARG_STRLEN, 32 pages with the NUL). Entries: as many as a command's SPAWN carries
+ * (PROTO_MAX_ARGS). All together, counted as execve counts them (each string with its NUL and a
+ * pointer): a quarter of the 2 MiB that execve allows under the default 8 MiB stack, so that init's
+ * own options fit beside them and a command's SPAWN (PROTO_MAX_TO_INIT, 1 MiB) always holds
+ * them. */
+#define JAIL_MAX_ARG_BYTES     (128u * 1024 - 1)
+#define JAIL_MAX_ARGS          4096u /* in argv, and in the environment */
+#define JAIL_MAX_ARGV_ENV_BYTES (512u * 1024)
 
 /* Shares of the kernel's per-user counters that each sandbox gets for itself (shares.c). The
  * counters are charged to the namespace's owner, an id of the sandbox's own, so a sandbox that
@@ -160,7 +186,20 @@ struct jail {
     int keeper_fd;              /* its socket: a byte means "done", EOF means "clean up" */
 };
 
+_Static_assert(JAIL_MAX_NAME < sizeof((struct jail *)0)->name, "a name fits in struct jail");
+
 #define JAIL_SETUP_TIMEOUT_MS 30000 /* from jail_start_begin to READY */
+
+/* ---- limits (limits.c) ---- */
+
+/* 0 if value (NULL: absent) is at most max bytes long; else -1 with ENAMETOOLONG and a message
+ * naming the field (a printf format) and the limit. Reads at most max + 1 bytes of value. */
+int jail_check_length(const char *value, size_t max, err_t *err, const char *field, ...)
+    __attribute__((format(printf, 4, 5)));
+/* 0 if argv and envp (NULL-terminated; either may be NULL) are within JAIL_MAX_ARG_BYTES,
+ * JAIL_MAX_ARGS and JAIL_MAX_ARGV_ENV_BYTES; else -1 with E2BIG and a message naming the entry
+ * or the total, and the limit. */
+int jail_check_args(const char *const *argv, const char *const *envp, err_t *err);
 
 /* In the freshly cloned child: the setup sequence from inside, then the exec of hutch init.
  * Never returns. */

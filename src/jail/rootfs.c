@@ -18,6 +18,7 @@
 #include "jail/inroot.h"
 #include "jail/writable_root.h"
 #include "util/fileio.h"
+#include "util/strfmt.h"
 
 /* Directories that must exist in the writable layer before the overlay is mounted: overlay
  * cannot copy up a lower directory owned by an unmapped host uid (EOVERFLOW), so every place the
@@ -57,6 +58,14 @@ static void make_dir(int ctl, int dirfd, const char *path, mode_t mode, uid_t ui
         control_die(ctl, errno, "chown %s", path);
 }
 
+/* dir + suffix into buf[PATH_MAX], never cut: validate_spec bounds the stage directory
+ * (JAIL_MAX_DIR_PATH) so that this fails only if that bound and the suffixes here drift apart. */
+static void join_or_die(int ctl, char *buf, size_t size, const char *dir, const char *suffix)
+{
+    if (strfmt(buf, size, "%s%s", dir, suffix) < 0)
+        control_die(ctl, errno, "path %s%s", dir, suffix);
+}
+
 static void mount_or_die(int ctl, const char *src, const char *target, const char *type,
                          unsigned long flags, const char *data)
 {
@@ -75,7 +84,7 @@ static void mount_overlay(int ctl, const char *lower, int stage)
         control_die(ctl, errno, "open %s", lower);
     if (fchdir(stage) < 0)
         control_die(ctl, errno, "enter the stage directory");
-    char opts[128];
+    char opts[128]; /* 72 bytes with the longest int */
     /* userxattr: overlay in a user namespace keeps its metadata in user.* xattrs. */
     snprintf(opts, sizeof opts, "lowerdir=/proc/self/fd/%d,upperdir=upper,workdir=work,userxattr",
              lower_fd);
@@ -101,7 +110,7 @@ static void bind_usr(int ctl, const char *host_usr, const char *target)
 static void bind_read_only_onto(int ctl, const char *src, int target_fd, int parent,
                                 const char *leaf, const char *what)
 {
-    char target[32];
+    char target[32]; /* "/proc/self/fd/" and an int: 25 bytes at most */
     snprintf(target, sizeof target, "/proc/self/fd/%d", target_fd);
     if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
         control_die(ctl, errno, "bind %s", what);
@@ -150,31 +159,31 @@ static void setup_dev(int ctl, const struct jail_spec *spec, const char *root)
      * template's empty files (template.c). */
     static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
     for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
-        char host[64];
+        char host[16]; /* "/dev/urandom", the longest */
         snprintf(host, sizeof host, "/dev/%s", devices[i]);
-        snprintf(path, sizeof path, "%s%s", root, host);
+        join_or_die(ctl, path, sizeof path, root, host);
         mount_or_die(ctl, host, path, NULL, MS_BIND, NULL);
     }
     /* A private devpts instance: the sandbox sees only its own ptys, never the host's. The ptys
      * of every instance but the host's come from one pool (kernel.pty.max minus pty.reserve):
      * max= is this sandbox's share of it, so that one sandbox cannot take them all. */
-    char opts[96];
+    char opts[96]; /* 60 bytes with the longest number */
     snprintf(opts, sizeof opts, "newinstance,ptmxmode=0666,mode=0620,max=%llu",
              (unsigned long long)(spec->limits.ptys ? spec->limits.ptys : JAIL_DEFAULT_PTYS));
-    snprintf(path, sizeof path, "%s/dev/pts", root);
+    join_or_die(ctl, path, sizeof path, root, "/dev/pts");
     mount_or_die(ctl, "devpts", path, "devpts", MS_NOSUID | MS_NOEXEC, opts);
 }
 
 static void setup_proc(int ctl, const char *root)
 {
     char proc[PATH_MAX], path[PATH_MAX];
-    snprintf(proc, sizeof proc, "%s/proc", root);
+    join_or_die(ctl, proc, sizeof proc, root, "/proc");
     /* Mounted by pid 1 of the new pid namespace, so it shows only the sandbox's processes. */
     mount_or_die(ctl, "proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
     /* Kernel knobs stay readable but not writable, even for sandbox root. */
-    static const char *const read_only[] = {"sys", "sysrq-trigger", "irq", "bus"};
+    static const char *const read_only[] = {"/sys", "/sysrq-trigger", "/irq", "/bus"};
     for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", proc, read_only[i]);
+        join_or_die(ctl, path, sizeof path, proc, read_only[i]);
         if (access(path, F_OK) < 0)
             continue;
         mount_or_die(ctl, path, path, NULL, MS_BIND | MS_REC, NULL);
@@ -201,8 +210,8 @@ static void pivot_into(int ctl, const char *root)
 static void make_upper_dirs(int ctl, int dirfd, const char *prefix, uid_t payload_uid)
 {
     for (size_t i = 0; i < sizeof upper_dirs / sizeof upper_dirs[0]; i++) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s%s", prefix, upper_dirs[i].path + strlen("upper"));
+        char path[64]; /* the longest: "disk/root.new/upper/home/user" */
+        join_or_die(ctl, path, sizeof path, prefix, upper_dirs[i].path + strlen("upper"));
         int owner = upper_dirs[i].owner;
         make_dir(ctl, dirfd, path, upper_dirs[i].mode,
                  owner == 2   ? payload_uid
@@ -215,7 +224,7 @@ static void make_upper_dirs(int ctl, int dirfd, const char *prefix, uid_t payloa
  * template; the host's /usr is bound read-only. */
 static void mount_throwaway_root(int ctl, const struct jail_spec *spec, uid_t payload_uid)
 {
-    char opts[128];
+    char opts[64]; /* 35 bytes with the longest number */
     snprintf(opts, sizeof opts, "mode=0755,size=%llu", (unsigned long long)spec->limits.disk_bytes);
     mount_or_die(ctl, "tmpfs", spec->stage_dir, "tmpfs", MS_NOSUID | MS_NODEV, opts);
     int stage = open(spec->stage_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -229,7 +238,7 @@ static void mount_throwaway_root(int ctl, const struct jail_spec *spec, uid_t pa
     close(stage);
 
     char usr[PATH_MAX];
-    snprintf(usr, sizeof usr, "%s/root/usr", spec->stage_dir);
+    join_or_die(ctl, usr, sizeof usr, spec->stage_dir, "/root/usr");
     bind_usr(ctl, spec->usr_dir, usr);
 }
 
@@ -310,6 +319,7 @@ static void check_mount_targets(int ctl, int root_fd)
  * layer's upper_dir onto the directory target_fd. cwd is the stage. */
 static void mount_layer(int ctl, int target_fd, const char *lower, const char *upper_dir)
 {
+    /* lower and upper_dir are layer_names and "root", "usr", "dpkg": 72 bytes at most. */
     char opts[160], target[32];
     snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=disk/%s/upper,workdir=disk/%s/work,userxattr",
              lower, upper_dir, upper_dir);
@@ -388,7 +398,7 @@ int rootfs_enter(int ctl, const struct jail_spec *spec)
         mount_throwaway_root(ctl, spec, payload_uid);
 
     char root[PATH_MAX];
-    snprintf(root, sizeof root, "%s/root", spec->stage_dir);
+    join_or_die(ctl, root, sizeof root, spec->stage_dir, "/root");
     if (spec->n_mounts > 0) {
         int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0)
@@ -403,7 +413,7 @@ int rootfs_enter(int ctl, const struct jail_spec *spec)
     int output = -1;
     if (spec->output_dir) {
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s%s", root, JAIL_OUTPUT_DIR);
+        join_or_die(ctl, path, sizeof path, root, JAIL_OUTPUT_DIR);
         output = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (output < 0)
             control_die(ctl, errno, "open %s", path);

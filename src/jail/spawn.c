@@ -92,12 +92,42 @@ static bool have_capability(int cap)
     return syscall(SYS_capget, &hdr, data) == 0 && (data[cap / 32].effective & (1u << (cap % 32)));
 }
 
+/* Every name and path against its bound in jail.h, before anything is made: a name cut short
+ * names another sandbox, a path cut short another file. */
+static int validate_lengths(const struct jail_spec *spec, err_t *err)
+{
+    const char *const host_dirs[] = {spec->template_dir, spec->usr_dir, spec->stage_dir,
+                                     spec->layer_dir, spec->dpkg_dir};
+    static const char *const host_dir_fields[] = {"template_dir", "usr_dir", "stage_dir",
+                                                  "layer_dir", "dpkg_dir"};
+    if (jail_check_length(spec->name, JAIL_MAX_NAME, err, "name") < 0 ||
+        jail_check_length(spec->hostname, JAIL_MAX_HOSTNAME, err, "hostname") < 0 ||
+        jail_check_length(spec->cwd, JAIL_MAX_SANDBOX_PATH, err, "cwd") < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof host_dirs / sizeof host_dirs[0]; i++)
+        if (jail_check_length(host_dirs[i], JAIL_MAX_HOST_PATH, err, "%s", host_dir_fields[i]) < 0)
+            return -1;
+    for (size_t i = 0; i < spec->n_files && i < JAIL_MAX_FILES; i++)
+        if (jail_check_length(spec->files[i].sandbox_path, JAIL_MAX_SANDBOX_PATH, err,
+                              "files[%zu].sandbox_path", i) < 0)
+            return -1;
+    for (size_t i = 0; i < spec->n_mounts; i++)
+        if (jail_check_length(spec->mounts[i].host_path, JAIL_MAX_HOST_PATH, err,
+                              "mounts[%zu].host_path", i) < 0 ||
+            jail_check_length(spec->mounts[i].sandbox_path, JAIL_MAX_SANDBOX_PATH, err,
+                              "mounts[%zu].sandbox_path", i) < 0)
+            return -1;
+    return jail_check_args(spec->argv, spec->envp, err);
+}
+
 static int validate_spec(const struct jail_spec *spec, err_t *err)
 {
     if (!spec->name || !spec->template_dir || !spec->usr_dir || !spec->stage_dir)
         return err_set(err, EINVAL, "sandbox spec: name and layer directories are required");
     if (!spec->cgroups)
         return err_set(err, EINVAL, "sandbox spec: no cgroup host");
+    if (validate_lengths(spec, err) < 0)
+        return err_wrap(err, "sandbox spec");
     if (!spec->argv) {
         if (spec->listen_fd < 3 || spec->die_with_parent)
             return err_set(err, EINVAL, "sandbox spec: a sandbox with no command needs a "

@@ -14,6 +14,7 @@
 #include "jail/jail.h"
 #include "util/cleanup.h"
 #include "util/fileio.h"
+#include "util/strfmt.h"
 
 /* Host /etc entries copied into the template. Not /etc/python3*: Debian's sitecustomize there
  * only tries to import apport's hook, a failed search of all of sys.path at every Python start.
@@ -296,7 +297,9 @@ static int fill_paths(const char *dir, struct template_paths *out, err_t *err)
 int template_prepare_base(const char *state_dir, struct template_paths *out, err_t *err)
 {
     char dir[PATH_MAX], tmp[PATH_MAX], lock[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/templates/base-v%d", state_dir, TEMPLATE_BASE_VERSION);
+    if (strfmt(dir, sizeof dir, "%s/templates/base-v%d", state_dir, TEMPLATE_BASE_VERSION) < 0)
+        return err_set(err, errno, "state directory %s", state_dir);
+    /* fill_paths bounds dir to PATH_MAX - 128, and so state_dir: the paths below fit. */
     if (fill_paths(dir, out, err) < 0)
         return -1;
     struct stat st;

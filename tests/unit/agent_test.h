@@ -129,15 +129,15 @@ static int start(struct jail *jl, const struct jail_command_spec *spec, struct s
     memset(s, 0, sizeof *s);
     s->out = s->err = s->in = s->pty = -1;
     if (jail_command_start(jl, spec, id, s->group, &err) < 0) {
-        snprintf(why, why_size, "%s", err.msg);
+        tap_why(why, why_size, "%s", err.msg);
         return -1;
     }
     if (wait_reply(jl, id, 5000) < 0) {
-        snprintf(why, why_size, "no reply");
+        tap_why(why, why_size, "no reply");
         return -1;
     }
     if (msg.type == PROTO_ERROR) {
-        snprintf(why, why_size, "%s", msg.message);
+        tap_why(why, why_size, "%s", msg.message);
         jail_command_finish(jl, s->group, &msg.command, &(struct verdict_facts){0},
                             &(struct verdict_usage){0}, &err);
         return -1;
@@ -212,7 +212,7 @@ static int make_listener(const char *name)
 {
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    snprintf(addr.sun_path, sizeof addr.sun_path, "%s/%s", run_dir, name);
+    tap_path(addr.sun_path, sizeof addr.sun_path, "%s/%s", run_dir, name);
     unlink(addr.sun_path); /* a sandbox made again under its old name */
     if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(fd, 8) < 0)
         return -1;
@@ -226,16 +226,16 @@ static int make_listener(const char *name)
 static int agent_start(const char *base_pattern, const char *name, const struct jail_limits *limits,
                        const char *const *envp, err_t *err)
 {
-    snprintf(base, sizeof base, "%s", base_pattern);
+    tap_path(base, sizeof base, "%s", base_pattern);
     if (!mkdtemp(base) || chmod(base, 0755) < 0) {
         printf("Bail out! mkdtemp\n");
         exit(1);
     }
     char sock[128];
-    snprintf(state_dir, sizeof state_dir, "%s/state", base);
-    snprintf(run_dir, sizeof run_dir, "%s/run", base);
-    snprintf(lock_path, sizeof lock_path, "%s/uid-slots.lock", run_dir);
-    snprintf(sock, sizeof sock, "%s.sock", name);
+    tap_path(state_dir, sizeof state_dir, "%s/state", base);
+    tap_path(run_dir, sizeof run_dir, "%s/run", base);
+    tap_path(lock_path, sizeof lock_path, "%s/uid-slots.lock", run_dir);
+    tap_path(sock, sizeof sock, "%s.sock", name);
     mkdir(run_dir, 0700);
     run_fd = open(run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     host = hutch_cgroup_host(err);

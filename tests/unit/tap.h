@@ -2,7 +2,10 @@
 #pragma once
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "util/strfmt.h"
 
 static int tap_count, tap_failed;
 
@@ -34,6 +37,21 @@ static int tap_count, tap_failed;
         ok(same_, __VA_ARGS__);                                                                    \
         if (!same_)                                                                                \
             printf("#   got \"%s\", want \"%s\"\n", g_ ? g_ : "(null)", w_ ? w_ : "(null)");       \
+    } while (0)
+
+/* A test's own path or name, never cut: one too long for its buffer ends the test. */
+#define tap_path(buf, size, ...)                                                                   \
+    do {                                                                                           \
+        if (strfmt((buf), (size), __VA_ARGS__) < 0) {                                              \
+            printf("Bail out! %s:%d: %s is too long\n", __FILE__, __LINE__, #buf);                 \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+/* A message for people into why[size]: cut visibly ("...") if it must be. */
+#define tap_why(why, size, ...)                                                                    \
+    do {                                                                                           \
+        (why)[0] = '\0';                                                                           \
+        strfmt_text_append((why), (size), __VA_ARGS__);                                            \
     } while (0)
 
 static inline int done_testing(void)

@@ -259,8 +259,8 @@ static void bg_stop(struct started *s)
 
 static void canary_setup(void)
 {
-    snprintf(canary_dir, sizeof canary_dir, "%s/canary", base);
-    snprintf(canary_file, sizeof canary_file, "%s/secret", canary_dir);
+    tap_path(canary_dir, sizeof canary_dir, "%s/canary", base);
+    tap_path(canary_file, sizeof canary_file, "%s/secret", canary_dir);
     mkdir(canary_dir, 0777);
     int fd = open(canary_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     (void)!write(fd, "HOST-CANARY\n", 12);
@@ -939,7 +939,7 @@ static void watches(void)
 
     /* A watch belongs to the connection that started it: when it goes, so does the watch. */
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    snprintf(addr.sun_path, sizeof addr.sun_path, "%s/agent-f.sock", run_dir);
+    tap_path(addr.sun_path, sizeof addr.sun_path, "%s/agent-f.sock", run_dir);
     int second = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     struct jail other = j;
     other.control_fd = second;

@@ -53,9 +53,9 @@ static bool destroyed(struct jail *jl, const char *what)
 static void writable_root_checks(void)
 {
     char sandboxes[PATH_MAX], layer_a[PATH_MAX], layer_b[PATH_MAX];
-    snprintf(sandboxes, sizeof sandboxes, "%s/sandboxes", state_dir);
-    snprintf(layer_a, sizeof layer_a, "%s/wr-a", sandboxes);
-    snprintf(layer_b, sizeof layer_b, "%s/wr-b", sandboxes);
+    tap_path(sandboxes, sizeof sandboxes, "%s/sandboxes", state_dir);
+    tap_path(layer_a, sizeof layer_a, "%s/wr-a", sandboxes);
+    tap_path(layer_b, sizeof layer_b, "%s/wr-b", sandboxes);
     err_t err = {0};
     struct uid_range uids2 = {.lock_fd = -1};
     /* A host that cannot give any sandbox a writable root is said to be one, not failed: the

@@ -895,7 +895,7 @@ static void destroy_set(struct mode_run *r, const size_t *idx, size_t n, bool ki
             if (rc == 0)
                 continue; /* not yet readable, or readable but not yet reapable */
             s->reap_rc = rc;
-            snprintf(s->reap_msg, sizeof s->reap_msg, "%s", rc < 0 ? err.msg : "");
+            tap_why(s->reap_msg, sizeof s->reap_msg, "%s", rc < 0 ? err.msg : "");
             if (rc < 0 && !s->jail.init_reaped) {
                 fail_note(fail, "%s: jail_reap_init: %s", s->name, err.msg);
                 s->state = SB_FAILED;
@@ -1097,7 +1097,7 @@ static void run_mode(struct mode_run *r)
     uint64_t t_mode = jail_now_ns();
     err_t err = {0};
     char prefix[64];
-    snprintf(prefix, sizeof prefix, NAME_PREFIX "-%d-%s-", (int)self_pid, r->label);
+    tap_path(prefix, sizeof prefix, NAME_PREFIX "-%d-%s-", (int)self_pid, r->label);
     phase = "cgroup_host_open";
     if (cgroup_host_open(r->mode_arg, &r->host, &err) < 0) {
         ok(0, "%s: cgroup_host_open", r->label);
@@ -1117,7 +1117,7 @@ static void run_mode(struct mode_run *r)
     }
     for (size_t i = 0; i < r->n_slots; i++) {
         struct sandbox *s = &r->sb[i];
-        snprintf(s->name, sizeof s->name, "%s%zu", prefix, i);
+        tap_path(s->name, sizeof s->name, "%s%zu", prefix, i);
         s->jail.pidfd = s->jail.control_fd = s->jail.output_dirfd = s->jail.keeper_fd = -1;
         s->uids.lock_fd = -1;
         s->events_fd = -1;
@@ -1481,10 +1481,10 @@ int main(int argc, char **argv, char **envp)
         rmdir(base_dir);
         return 1;
     }
-    snprintf(state_dir, sizeof state_dir, "%s/state", base_dir);
-    snprintf(lock_path, sizeof lock_path, "%s/run/uid-slots.lock", base_dir);
+    tap_path(state_dir, sizeof state_dir, "%s/state", base_dir);
+    tap_path(lock_path, sizeof lock_path, "%s/run/uid-slots.lock", base_dir);
     char run_dir[PATH_MAX];
-    snprintf(run_dir, sizeof run_dir, "%s/run", base_dir);
+    tap_path(run_dir, sizeof run_dir, "%s/run", base_dir);
     err_t err = {0};
     int rc = 1;
     if (mkdir(run_dir, 0755) < 0 || template_prepare_base(state_dir, &tpl, &err) < 0) {
