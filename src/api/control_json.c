@@ -379,8 +379,9 @@ void api_time_format(int64_t ms, char out[32])
         snprintf(out, 32, "1970-01-01T00:00:00.000Z");
         return;
     }
-    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+    /* 4-digit years only (checked above): 19 bytes, then ".mmmZ" */
+    size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 32 - n, ".%03uZ", (unsigned)frac % 1000u);
 }
 
 /* n digits at *p into *out; advances *p. */
