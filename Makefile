@@ -24,6 +24,10 @@ SAN_OBJS  := $(SRCS:%.c=build/san/%.o) build/san/gen/seccomp_builtin.o
 SAN_LIB_OBJS := $(LIB_SRCS:%.c=build/san/%.o) build/san/gen/seccomp_builtin.o
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/tests/%)
 PROBE_BINS := $(PROBE_SRCS:tests/probe/%.c=build/probe/%)
+# The engine benchmarks (bench/engine.h): linked against the optimised core, not the sanitizer
+# build the tests use, and static like build/hutch, so that their clones copy what a daemon's do.
+BENCH_SRCS := $(sort $(wildcard bench/engine*.c bench/bench_*.c))
+LIB_OBJS   := $(LIB_SRCS:%.c=build/obj/%.o) build/obj/gen/seccomp_builtin.o
 
 # Fuzz targets (tests/fuzz/): run as unit tests through a deterministic driver (gcc, sanitizers),
 # and under libFuzzer by `make fuzz` (clang; not part of `make test`).
@@ -37,7 +41,7 @@ FUZZ_CFLAGS := $(CFLAGS_BASE) -Wno-missing-field-initializers \
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=build/fuzz/obj/%.o) build/fuzz/obj/gen/seccomp_builtin.o
 .SECONDARY: $(FUZZ_LIB_OBJS)
 
-.PHONY: all san test unit clean bench format fuzz
+.PHONY: all san test unit clean bench bench-engine format fuzz
 all: build/hutch
 
 # build/hutch is a static PIE: a dynamically linked hutch spends about 2 ms more per
@@ -136,8 +140,18 @@ fuzz:
 		grep -E '^Done [0-9]+ runs' build/fuzz/$$n.log | sed 's/^/        /'; \
 	done; [ -z "$$failed" ] || { echo "fuzz: failed:$$failed"; exit 1; }
 
-bench: build/hutch
+build/bench/engine: $(BENCH_SRCS) bench/engine.h $(LIB_OBJS) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  LD    $@"
+	@$(CC) $(CFLAGS_BASE) -static-pie -o $@ $(BENCH_SRCS) $(LIB_OBJS) $(LIBS) -lm
+
+# `make bench`: the start-up benchmark, then the engine's (bench/engine.sh); `make bench-engine`:
+# the engine's alone.
+bench: build/hutch build/bench/engine
 	@bash bench/run.sh
+
+bench-engine: build/hutch build/bench/engine
+	@bash bench/engine.sh
 
 format:
 	clang-format -i $(SRCS) $(wildcard src/*/*.h) $(UNIT_SRCS) $(PROBE_SRCS)

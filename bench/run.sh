@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # `make bench`: start-up cost of one throwaway sandbox, hutch against bubblewrap and against no
-# sandbox at all, measured in one interleaved run. See bench/README.md.
-#   BENCH_N=200          runs per case
+# sandbox at all, measured in one interleaved run; then the engine benchmarks (bench/engine.sh:
+# exec in a running sandbox, create, density, freeze). See bench/README.md.
+#   BENCH_N=200          runs per case (and rounds of the engine's timed benchmarks)
 #   BENCH_WARMUP=5       warm-up rounds (not recorded)
 #   BENCH_PREV_HUTCH=... a previous hutch binary: adds hutch-prev-* cases and hutch/prev ratios
 #   BENCH_WRITABLE_ROOT=1 adds hutch-wrroot-true (hutch run --writable-root) and runs
 #                        bench/writable_root.c, the writable root's cost phase by phase
+#   BENCH_ENGINE=none    skips the engine benchmarks (or names some: "exec freeze")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -70,3 +72,6 @@ if [ "${BENCH_WRITABLE_ROOT:-0}" = 1 ]; then
         src/jail/idmap.c src/jail/disk_layer.c src/jail/control.c src/util/fds.c src/util/err.c src/util/strfmt.c
     "$out/writable_root" -n "$((runs < 1000 ? runs : 1000))" -d "$tmp"
 fi
+
+# The engine benchmarks, in the same private state and run directories (the template is built).
+[ "${BENCH_ENGINE:-}" = none ] || bash bench/engine.sh
