@@ -50,12 +50,14 @@ all: build/hutch
 # libuv's core.c.o holds uv_os_get_passwd and SQLite's os_unix.o its extension loader, which
 # hutch never calls: glibc warns about getpwuid_r (NSS) and dlopen in a static program at every
 # link. Those two warnings are dropped; any other is shown.
+# $(call link_static,OBJECTS): links $@ so.
+link_static = $(CC) $(CFLAGS_BASE) -static-pie -o $@ $(1) $(STATIC_LIBS) 2>$@.ld-log; rc=$$?; \
+	grep -v -e "in function \`uv__getpwuid_r':" -e "Using 'getpwuid_r' in statically linked" \
+		-e "in function \`unixDlOpen':" -e "Using 'dlopen' in statically linked" $@.ld-log >&2; \
+	rm -f $@.ld-log; exit $$rc
 build/hutch: $(OBJS)
 	@echo "  LD    $@"
-	@$(CC) $(CFLAGS_BASE) -static-pie -o $@ $^ $(STATIC_LIBS) 2>$@.ld-log; rc=$$?; \
-		grep -v -e "in function \`uv__getpwuid_r':" -e "Using 'getpwuid_r' in statically linked" \
-			-e "in function \`unixDlOpen':" -e "Using 'dlopen' in statically linked" $@.ld-log >&2; \
-		rm -f $@.ld-log; exit $$rc
+	@$(call link_static,$^)
 
 build/hutch-san: $(SAN_OBJS)
 	@echo "  LD    $@"
@@ -143,7 +145,7 @@ fuzz:
 build/bench/engine: $(BENCH_SRCS) bench/engine.h $(LIB_OBJS) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  LD    $@"
-	@$(CC) $(CFLAGS_BASE) -static-pie -o $@ $(BENCH_SRCS) $(LIB_OBJS) $(LIBS) -lm
+	@$(call link_static,$(BENCH_SRCS) $(LIB_OBJS) -lm)
 
 # `make bench`: the start-up benchmark, then the engine's (bench/engine.sh); `make bench-engine`:
 # the engine's alone.

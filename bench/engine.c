@@ -26,6 +26,7 @@
 #include "jail/seccomp.h"
 #include "util/fileio.h"
 #include "util/proctitle.h"
+#include "util/strfmt.h"
 
 #define WATCHDOG_S 900 /* per benchmark */
 
@@ -145,7 +146,8 @@ static int write_seccomp_bpf(err_t *err)
     struct seccomp_program prog;
     if (seccomp_builtin(SECCOMP_PROFILE_DEFAULT, &prog) < 0)
         return err_set(err, 0, "no built-in default seccomp program");
-    snprintf(bench.seccomp_bpf, sizeof bench.seccomp_bpf, "%s/bench-seccomp.bpf", bench.run_dir);
+    if (strfmt(bench.seccomp_bpf, sizeof bench.seccomp_bpf, "%s/bench-seccomp.bpf", bench.run_dir) < 0)
+        return err_set(err, ENAMETOOLONG, "%s: run directory path too long", bench.run_dir);
     FILE *f = fopen(bench.seccomp_bpf, "we");
     if (!f)
         return err_set(err, errno, "open %s", bench.seccomp_bpf);
@@ -165,14 +167,17 @@ static int setup(err_t *err)
         return -1;
     const char *bwrap = getenv("BENCH_BWRAP") ? getenv("BENCH_BWRAP") : "/usr/bin/bwrap";
     if (access(bwrap, X_OK) == 0)
-        snprintf(bench.bwrap, sizeof bench.bwrap, "%s", bwrap);
-    snprintf(bench.run_dir, sizeof bench.run_dir, "%s", hutch_run_dir());
+        if (strfmt(bench.bwrap, sizeof bench.bwrap, "%s", bwrap) < 0)
+            return err_set(err, ENAMETOOLONG, "%s: path too long", bwrap);
+    if (strfmt(bench.run_dir, sizeof bench.run_dir, "%s", hutch_run_dir()) < 0)
+        return err_set(err, ENAMETOOLONG, "%s: path too long", hutch_run_dir());
     if (mkdir_p_at(AT_FDCWD, bench.run_dir, 0755, err) < 0)
         return -1;
     bench.run_dir_fd = open(bench.run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (bench.run_dir_fd < 0)
         return err_set(err, errno, "open %s", bench.run_dir);
-    snprintf(bench.lock_path, sizeof bench.lock_path, "%s/uid-slots.lock", bench.run_dir);
+    if (strfmt(bench.lock_path, sizeof bench.lock_path, "%s/uid-slots.lock", bench.run_dir) < 0)
+        return err_set(err, ENAMETOOLONG, "%s: run directory path too long", bench.run_dir);
     if (template_prepare_base(hutch_state_dir(), &bench.tpl, err) < 0)
         return -1;
     bench.host = hutch_cgroup_host(err);

@@ -19,6 +19,7 @@
 #include <http_parser.h>
 
 #include "http/http.h"
+#include "util/strfmt.h"
 #include "tap.h"
 
 #define MIB (1024u * 1024u)
@@ -358,7 +359,10 @@ static struct client *client_unix(const char *path)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    if (strfmt(a.sun_path, sizeof a.sun_path, "%s", path) < 0) {
+        close(fd);
+        return NULL;
+    }
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
         close(fd);
         return NULL;
@@ -811,7 +815,7 @@ static void test_unix(const char *dir)
     /* A stale socket from an earlier daemon. */
     int old = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    ok(strfmt(a.sun_path, sizeof a.sun_path, "%s", path) == 0, "the socket path fits");
     bind(old, (struct sockaddr *)&a, sizeof a);
     close(old);
 
