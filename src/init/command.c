@@ -15,9 +15,9 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "init/payload.h"
 #include "jail/cgroup.h"
 #include "jail/control.h"
+#include "jail/payload.h"
 
 void command_fds_close(struct command_fds *fds)
 {
@@ -115,11 +115,11 @@ static _Noreturn void child_main(const struct command_spec *spec, struct child_e
     for (int i = 0; i < 3; i++)
         if (dup2(tmp[i], i) < 0)
             control_die(report, errno, "stdio");
-    struct init_payload p = {.argv = spec->argv,
-                             .envp = spec->envp,
-                             .cwd = spec->cwd,
-                             .as_root = spec->as_root,
-                             .writable_root = spec->writable_root};
+    struct payload p = {.argv = spec->argv,
+                        .envp = spec->envp,
+                        .cwd = spec->cwd,
+                        .as_root = spec->as_root,
+                        .writable_root = spec->writable_root};
     payload_exec(&p, report, prog);
 }
 

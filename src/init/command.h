@@ -1,6 +1,6 @@
 /* Starting one command in a running sandbox: its own cgroup, its pipes or its pty, its user,
- * then the same last steps as a payload (payload.c). Runs in init's spawner, the one process
- * inside that may still exec (README.md). */
+ * then the same last steps as a payload (src/jail/payload.c). Runs in init's spawner, the one
+ * process inside that may still exec (README.md). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,7 +16,7 @@ struct command_spec {
     char **envp;
     const char *cwd; /* NULL = the user's home */
     bool as_root;
-    bool writable_root; /* the sandbox's (init_payload), not the request's */
+    bool writable_root; /* the sandbox's (struct payload), not the request's */
     bool stdin_pipe; /* else stdin is /dev/null (or the pty) */
     bool pty;
     unsigned short rows, cols;

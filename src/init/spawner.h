@@ -5,6 +5,6 @@
 #include "jail/seccomp.h"
 
 /* Serves SPAWN messages from init on sock until init closes it; never returns. prog is the
- * commands' seccomp program; writable_root says whether the sandbox has one (init_payload), for
+ * commands' seccomp program; writable_root says whether the sandbox has one (struct payload), for
  * every command alike: a SPAWN cannot ask for it. */
 _Noreturn void spawner_main(int sock, const struct seccomp_program *prog, bool writable_root);

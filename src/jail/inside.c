@@ -19,8 +19,10 @@
 #include "jail/inroot.h"
 #include "jail/jail.h"
 #include "jail/landlock.h"
+#include "jail/payload.h"
 #include "jail/privs.h"
 #include "jail/rootfs.h"
+#include "jail/seccomp.h"
 #include "jail/shares.h"
 #include "jail/userns.h"
 #include "util/fds.h"
@@ -117,7 +119,7 @@ static int install_stdio(const struct jail_spec *spec)
 /* The caller's descriptors end here, first thing: a clone copies every fd of the caller's, and
  * one that names a host directory (a cgroup of the supervisor's, say) would let a chdir or an
  * argv[0] through /proc/self/fd/N reach the host's tree (the runc CVE-2024-21626 pattern). The
- * sandbox's stdio move to 0-2 (init closes its copies after it forks the payload); only the
+ * sandbox's stdio move to 0-2 (closed again after the payload is forked, start_payload); only the
  * control channel and the files still to be copied in stay, and those go before anything of the
  * sandbox's runs (jail_child_main). */
 static void keep_only_sandbox_fds(const struct jail_spec *spec, int ctl)
@@ -144,60 +146,88 @@ static void close_file_sources(const struct jail_spec *spec)
 /* Init is exec'd, never this fork of the caller: from here on its memory is its own (in a daemon
  * the caller's holds other tenants' data). The binary is the caller's own, opened before the
  * clone (jail_init_exec_fd) and run through that fd, since no path in here leads to it. Its
- * command line is init's whole configuration (src/init/README.md); the environment is the
- * payload's. Capabilities survive: uid 0 execs into the full set of the user namespace, which
- * init drops itself. */
-static _Noreturn void exec_init(const struct jail_spec *spec, int ctl, int output_fd)
+ * options are init's whole configuration (src/init/README.md). Capabilities survive: uid 0
+ * execs into the full set of the user namespace, which init drops itself. For a sandbox with a
+ * command, payload is the pid of the payload, already started (start_payload): init adopts it. */
+static _Noreturn void exec_init(const struct jail_spec *spec, int ctl, pid_t payload)
 {
-    char ctl_arg[32], output_arg[32], seccomp_arg[32];
+    char ctl_arg[32], seccomp_arg[32], payload_arg[32];
     snprintf(ctl_arg, sizeof ctl_arg, "--ctl=%d", ctl);
-    snprintf(output_arg, sizeof output_arg, "--output=%d", output_fd);
     snprintf(seccomp_arg, sizeof seccomp_arg, "--seccomp=%d", (int)spec->seccomp);
-    size_t n_args = 0;
-    while (spec->argv && spec->argv[n_args])
-        n_args++;
+    snprintf(payload_arg, sizeof payload_arg, "--payload=%d", (int)payload);
     char listen_arg[32], hold_arg[32];
     snprintf(listen_arg, sizeof listen_arg, "--listen=%d", spec->listen_fd);
     snprintf(hold_arg, sizeof hold_arg, "--hold=%d", spec->hold_fd);
-    /* At most 11 options and "--" before the payload's argv; the count is bounded by ARG_MAX. */
-    const char **argv = calloc(n_args + 13, sizeof *argv);
-    if (!argv)
-        control_die(ctl, ENOMEM, "init's command line");
+    /* argv[0] for the command line, then at most 6 options. */
+    const char *args[8] = {JAIL_INIT_ARGV0}, **opts = args + 1;
     size_t i = 0;
-    argv[i++] = JAIL_INIT_ARGV0;
-    argv[i++] = ctl_arg;
-    argv[i++] = output_arg;
-    argv[i++] = seccomp_arg;
-    argv[i++] = spec->as_root ? "--user=root" : "--user=user";
+    opts[i++] = ctl_arg;
     if (spec->die_with_parent)
-        argv[i++] = "--die-with-parent";
-    if (spec->writable_root)
-        argv[i++] = "--writable-root";
-    char *cwd_arg = NULL;
-    if (spec->cwd) {
-        if (asprintf(&cwd_arg, "--cwd=%s", spec->cwd) < 0)
-            control_die(ctl, ENOMEM, "init's command line");
-        argv[i++] = cwd_arg;
-    }
-    if (!spec->argv) {
-        argv[i++] = "--agent";
-        argv[i++] = listen_arg;
-        if (spec->hold_fd >= 3)
-            argv[i++] = hold_arg;
+        opts[i++] = "--die-with-parent";
+    if (spec->argv) {
+        opts[i++] = payload_arg;
     } else {
-        argv[i++] = "--";
-        for (size_t k = 0; k < n_args; k++)
-            argv[i++] = spec->argv[k];
+        opts[i++] = seccomp_arg;
+        if (spec->writable_root)
+            opts[i++] = "--writable-root";
+        opts[i++] = "--agent";
+        opts[i++] = listen_arg;
+        if (spec->hold_fd >= 3)
+            opts[i++] = hold_arg;
     }
-    argv[i] = NULL;
+    opts[i] = NULL;
+    /* A sandbox with a command: the payload runs already, and may read /proc/1/cmdline before
+     * init's first instruction, so the command line is "hutch-init" alone and the options are
+     * init's environment (src/init/README.md, "Its command line"); the payload has its own. */
+    const char *name_only[] = {JAIL_INIT_ARGV0, NULL};
+    const char *const *argv = spec->argv ? name_only : args;
+    const char *const *envp = spec->argv ? opts : spec->envp;
     /* These cross the exec; everything else of ours is close-on-exec. */
-    int pass[] = {ctl, output_fd, spec->argv ? -1 : spec->listen_fd, spec->argv ? -1 : spec->hold_fd};
+    int pass[] = {ctl, spec->argv ? -1 : spec->listen_fd, spec->argv ? -1 : spec->hold_fd};
     for (size_t k = 0; k < sizeof pass / sizeof pass[0]; k++)
         if (pass[k] >= 0 && fcntl(pass[k], F_SETFD, 0) < 0)
             control_die(ctl, errno, "hand the control channel to init");
-    syscall(SYS_execveat, jail_init_exec_fd(), "", (char *const *)argv,
-            (char *const *)spec->envp, AT_EMPTY_PATH);
+    syscall(SYS_execveat, jail_init_exec_fd(), "", (char *const *)argv, (char *const *)envp,
+            AT_EMPTY_PATH);
     control_die(ctl, errno, "exec hutch init");
+}
+
+/* A sandbox with a command: READY, then the payload, then init's exec. The payload is vforked
+ * here, before init's exec, not by init after it: its exec then runs beside init's, on the other
+ * CPU, instead of after it (the exec of init costs about 1.5 ms, bench/README.md). vfork shares
+ * our memory until the payload's execve, and we are suspended until then, so the payload's last
+ * steps see our state as it is; the execve gives it memory of its own, and ours goes at init's
+ * exec. What the payload holds: stdio (0-2) and the control channel until its exec (it reports
+ * an exec failure there), nothing else (keep_only_sandbox_fds, and payload_exec closes the rest
+ * at exec). Init adopts it: a child survives its parent's execve, and a payload that already
+ * ended waits as a zombie for init's first waitpid. Returns the payload's pid. */
+static pid_t start_payload(const struct jail_spec *spec, int ctl, int output_fd)
+{
+    struct seccomp_program prog;
+    if (seccomp_builtin(spec->seccomp, &prog) < 0)
+        control_die(ctl, EINVAL, "seccomp profile %d", (int)spec->seccomp);
+    /* READY first: the payload's own reports (an exec failure) must reach the host after it. */
+    struct control_msg ready = {.type = CONTROL_READY};
+    if (control_send(ctl, &ready, output_fd) < 0)
+        _exit(1);
+    if (output_fd >= 0)
+        close(output_fd);
+    /* The payload's strings are the caller's (jail_spec); execve takes them as they are. */
+    struct payload p = {.argv = (char *const *)spec->argv,
+                        .envp = (char *const *)spec->envp,
+                        .cwd = spec->cwd,
+                        .as_root = spec->as_root,
+                        .die_with_parent = spec->die_with_parent,
+                        .writable_root = spec->writable_root};
+    pid_t pid = vfork();
+    if (pid < 0)
+        control_die(ctl, errno, "fork payload");
+    if (pid == 0)
+        payload_exec(&p, ctl, &prog);
+    /* Init holds no stdio of the sandbox's: the supervisor waits for the payload's pipes to
+     * reach EOF. */
+    close_range(0, 2, 0);
+    return pid;
 }
 
 void jail_child_main(const struct jail_spec *spec, int ctl)
@@ -239,6 +269,7 @@ void jail_child_main(const struct jail_spec *spec, int ctl)
         control_die(ctl, errno, "setrlimit");
     if (setsid() < 0)
         control_die(ctl, errno, "setsid");
-    exec_init(spec, ctl, output_fd);
+    /* An agent sandbox has no /output to hand over (its READY comes from init, with none). */
+    pid_t payload = spec->argv ? start_payload(spec, ctl, output_fd) : 0;
+    exec_init(spec, ctl, payload);
 }
-

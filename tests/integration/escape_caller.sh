@@ -97,7 +97,11 @@ is "$(echo $out)" "data data data" "control: --file into new directories and /de
 # --- the caller's command line and session keyring --------------------------------------------
 
 long=$(printf 'x%.0s' $(seq 2000))
-out=$("$HUTCH" run --env "LONG=$long" -- sh -c 'od -An -c /proc/1/cmdline | tr -d " \n"' 2>&1)
+# (init is exec'd beside the program's start: while that exec is under way, /proc/1/cmdline
+# reads empty; the program waits for it, at most 2 s)
+out=$("$HUTCH" run --env "LONG=$long" -- sh -c 'for i in $(seq 200); do
+    [ -n "$(tr -d "\0" </proc/1/cmdline)" ] && break; sleep 0.01; done
+    od -An -c /proc/1/cmdline | tr -d " \n"' 2>&1)
 is "$out" 'hutch-init\0' "/proc/1/cmdline is 'hutch-init', not padded to the caller's command line"
 out=$("$HUTCH" run --root -- cat /proc/keys 2>&1)
 like "$out" "keyring +_ses" "the sandbox has a session keyring of its own (the caller's is not inherited)"

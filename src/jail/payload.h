@@ -1,12 +1,15 @@
-/* The payload's last steps before its execve, in the process init forked for it. */
+/* The payload's last steps before its execve, from inside: user, cwd, Landlock, seccomp, exec.
+ * Run by the setup child for a sandbox's command (inside.c, in the process it vforks just
+ * before init's exec) and by init's spawner for each command of an agent sandbox
+ * (src/init/command.c). */
 #pragma once
 #include <stdbool.h>
 
 #include "jail/seccomp.h"
 
-struct init_payload {
-    char **argv; /* argv[0] is looked up in the payload's own PATH */
-    char **envp;
+struct payload {
+    char *const *argv; /* argv[0] is looked up in the payload's own PATH */
+    char *const *envp;
     const char *cwd; /* NULL = the user's home (root's for a root payload) */
     bool as_root;
     bool die_with_parent;
@@ -18,5 +21,4 @@ struct init_payload {
 
 /* cwd, drops, Landlock, seccomp, execve. stdio is already 0-2. Reports an exec failure over ctl
  * and exits 127; any other failure dies over ctl as a setup error. Never returns. */
-_Noreturn void payload_exec(const struct init_payload *p, int ctl,
-                            const struct seccomp_program *prog);
+_Noreturn void payload_exec(const struct payload *p, int ctl, const struct seccomp_program *prog);

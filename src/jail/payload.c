@@ -1,6 +1,7 @@
-/* The payload's last steps, in the process init vforked for it: privileges, working directory,
- * Landlock, seccomp last, and the execve of what the sandbox's own tree names. */
-#include "init/payload.h"
+/* The payload's last steps, in the process made for it (vforked by the setup child, cloned by
+ * init's spawner for a command): privileges, working directory, Landlock, seccomp last, and the
+ * execve of what the sandbox's own tree names. */
+#include "jail/payload.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,7 +66,7 @@ static void exec_in_path(const char *file, char *const argv[], char *const envp[
     errno = best;
 }
 
-void payload_exec(const struct init_payload *p, int ctl, const struct seccomp_program *prog)
+void payload_exec(const struct payload *p, int ctl, const struct seccomp_program *prog)
 {
     /* stdio is in place since the child's start (keep_only_sandbox_fds). Every other inherited
      * fd closes at exec; ctl stays open until then to report failure. */
@@ -85,8 +86,9 @@ void payload_exec(const struct init_payload *p, int ctl, const struct seccomp_pr
     if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
         file_write_str_at(AT_FDCWD, "/proc/self/oom_score_adj", "1000", NULL) < 0)
         control_die(ctl, errno, "set oom_score_adj");
-    /* And back: dumpable belongs to the memory, which until execve is init's (vfork). A
-     * dumpable init would open its /proc/1/{mem,fd} to a payload of the same uid. */
+    /* And back: dumpable belongs to the memory, which until execve is our parent's (vfork): the
+     * setup child's, soon to be init's, or the spawner's. A dumpable parent would open its
+     * /proc/PID/{mem,fd} to a payload of the same uid. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         control_die(ctl, errno, "PR_SET_DUMPABLE");
     /* Resolved inside the sandbox's root only (RESOLVE_IN_ROOT from "/", which the pivot made
