@@ -41,7 +41,7 @@ int jail_command_start(struct jail *jail, const struct jail_command_spec *spec,
         return err_set(err, EINVAL, "sandbox %s: a command needs argv", jail->name);
     if (jail_check_length(spec->cwd, JAIL_MAX_SANDBOX_PATH, err, "cwd") < 0 ||
         jail_check_length(spec->tag, JAIL_COMMAND_MAX_TAG, err, "tag") < 0 ||
-        jail_check_args(spec->argv, spec->envp, err) < 0)
+        jail_check_args(spec->argv, spec->envp, JAIL_MAX_ARGS, err) < 0)
         return err_wrap(err, "sandbox %s: command", jail->name);
     if (!jail->cgroup || jail->control_fd < 0)
         return err_set(err, ESRCH, "sandbox %s: not running", jail->name);

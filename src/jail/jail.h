@@ -59,13 +59,13 @@
  * resolves at all. */
 #define JAIL_MAX_SANDBOX_PATH (PATH_MAX - 1)
 /* argv and the environment, of a sandbox's payload and of a command. One entry: the kernel's own
- * bound (MAX_ARG_STRLEN, 32 pages with the NUL). Entries: as many as a command's SPAWN carries
- * (PROTO_MAX_ARGS). All together, counted as execve counts them (each string with its NUL and a
+ * bound (MAX_ARG_STRLEN, 32 pages with the NUL). Entries of a command: as many as its SPAWN
+ * carries (PROTO_MAX_ARGS); a payload's are bounded by the bytes alone. All together, counted as execve counts them (each string with its NUL and a
  * pointer): a quarter of the 2 MiB that execve allows under the default 8 MiB stack, so that init's
  * own options fit beside them and a command's SPAWN (PROTO_MAX_TO_INIT, 1 MiB) always holds
  * them. */
 #define JAIL_MAX_ARG_BYTES     (128u * 1024 - 1)
-#define JAIL_MAX_ARGS          4096u /* in argv, and in the environment */
+#define JAIL_MAX_ARGS          4096u /* in a command's argv, and in its environment */
 #define JAIL_MAX_ARGV_ENV_BYTES (512u * 1024)
 
 /* Shares of the kernel's per-user counters that each sandbox gets for itself (shares.c). The
@@ -196,10 +196,13 @@ _Static_assert(JAIL_MAX_NAME < sizeof((struct jail *)0)->name, "a name fits in s
  * naming the field (a printf format) and the limit. Reads at most max + 1 bytes of value. */
 int jail_check_length(const char *value, size_t max, err_t *err, const char *field, ...)
     __attribute__((format(printf, 4, 5)));
-/* 0 if argv and envp (NULL-terminated; either may be NULL) are within JAIL_MAX_ARG_BYTES,
- * JAIL_MAX_ARGS and JAIL_MAX_ARGV_ENV_BYTES; else -1 with E2BIG and a message naming the entry
- * or the total, and the limit. */
-int jail_check_args(const char *const *argv, const char *const *envp, err_t *err);
+/* 0 if argv and envp (NULL-terminated; either may be NULL) are within JAIL_MAX_ARG_BYTES and
+ * JAIL_MAX_ARGV_ENV_BYTES, and each has at most max_entries entries (0: no count of its own; the
+ * byte bound then limits it, as execve does: a sandbox's payload is exec'd straight from the
+ * setup child, while a command's SPAWN carries at most JAIL_MAX_ARGS); else -1 with E2BIG and a
+ * message naming the entry or the total, and the limit. */
+int jail_check_args(const char *const *argv, const char *const *envp, size_t max_entries,
+                    err_t *err);
 
 /* In the freshly cloned child: the setup sequence from inside, then the exec of hutch init.
  * Never returns. */

@@ -20,27 +20,30 @@ int jail_check_length(const char *value, size_t max, err_t *err, const char *fie
 }
 
 /* Adds one list's entries to *total (as execve counts them); -1 with err past a bound. */
-static int check_list(const char *const *list, const char *what, size_t *total, err_t *err)
+static int check_list(const char *const *list, const char *what, size_t max_entries, size_t *total,
+                      err_t *err)
 {
     for (size_t i = 0; list && list[i]; i++) {
-        if (i == JAIL_MAX_ARGS)
-            return err_set(err, E2BIG, "%s has more than %u entries", what, JAIL_MAX_ARGS);
+        if (max_entries && i == max_entries)
+            return err_set(err, E2BIG, "%s has more than %zu entries", what, max_entries);
         size_t len = strnlen(list[i], JAIL_MAX_ARG_BYTES + 1);
         if (len > JAIL_MAX_ARG_BYTES)
             return err_set(err, E2BIG, "%s entry %zu is longer than %u bytes", what, i,
                            JAIL_MAX_ARG_BYTES);
         *total += len + 1 + sizeof(char *);
+        if (*total > JAIL_MAX_ARGV_ENV_BYTES) /* stops the walk long before the sum could wrap */
+            break;
     }
     return 0;
 }
 
-int jail_check_args(const char *const *argv, const char *const *envp, err_t *err)
+int jail_check_args(const char *const *argv, const char *const *envp, size_t max_entries,
+                    err_t *err)
 {
     size_t total = 0;
-    if (check_list(argv, "argv", &total, err) < 0 ||
-        check_list(envp, "environment", &total, err) < 0)
+    if (check_list(argv, "argv", max_entries, &total, err) < 0 ||
+        check_list(envp, "environment", max_entries, &total, err) < 0)
         return -1;
-    /* At most 2 * 4096 entries of 128 KiB each: the sum cannot wrap. */
     if (total > JAIL_MAX_ARGV_ENV_BYTES)
         return err_set(err, E2BIG,
                        "argv and environment take %zu bytes (each string, its NUL and a pointer), "

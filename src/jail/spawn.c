@@ -117,7 +117,7 @@ static int validate_lengths(const struct jail_spec *spec, err_t *err)
             jail_check_length(spec->mounts[i].sandbox_path, JAIL_MAX_SANDBOX_PATH, err,
                               "mounts[%zu].sandbox_path", i) < 0)
             return -1;
-    return jail_check_args(spec->argv, spec->envp, err);
+    return jail_check_args(spec->argv, spec->envp, 0, err);
 }
 
 static int validate_spec(const struct jail_spec *spec, err_t *err)

@@ -48,13 +48,13 @@ static void check_length_and_args(void)
 
     const char *big = filled(JAIL_MAX_ARG_BYTES, false);
     const char *too_big = filled(JAIL_MAX_ARG_BYTES + 1, false);
-    ok(jail_check_args((const char *const[]){"x", big, NULL}, NULL, &err) == 0,
+    ok(jail_check_args((const char *const[]){"x", big, NULL}, NULL, JAIL_MAX_ARGS, &err) == 0,
        "check_args: an argv entry of JAIL_MAX_ARG_BYTES passes");
-    ok(jail_check_args((const char *const[]){"x", too_big, NULL}, NULL, &err) < 0 &&
+    ok(jail_check_args((const char *const[]){"x", too_big, NULL}, NULL, JAIL_MAX_ARGS, &err) < 0 &&
            says(&err, E2BIG, "argv entry 1 is longer than 131071 bytes"),
        "check_args: one byte more is E2BIG, naming the entry");
     ok(jail_check_args((const char *const[]){"x", NULL}, (const char *const[]){too_big, NULL},
-                       &err) < 0 &&
+                       JAIL_MAX_ARGS, &err) < 0 &&
            says(&err, E2BIG, "environment entry 0 is longer than 131071 bytes"),
        "check_args: likewise in the environment");
 
@@ -62,20 +62,28 @@ static void check_length_and_args(void)
     for (size_t i = 0; i < JAIL_MAX_ARGS + 1; i++)
         many[i] = "v=1";
     many[JAIL_MAX_ARGS] = NULL;
-    ok(jail_check_args((const char *const[]){"x", NULL}, many, &err) == 0,
+    ok(jail_check_args((const char *const[]){"x", NULL}, many, JAIL_MAX_ARGS, &err) == 0,
        "check_args: JAIL_MAX_ARGS environment entries pass");
     many[JAIL_MAX_ARGS] = "v=1";
-    ok(jail_check_args(many, NULL, &err) < 0 && says(&err, E2BIG, "argv has more than 4096 entries"),
+    ok(jail_check_args(many, NULL, JAIL_MAX_ARGS, &err) < 0 &&
+           says(&err, E2BIG, "argv has more than 4096 entries"),
        "check_args: one more is E2BIG");
+    ok(jail_check_args(many, NULL, 0, &err) == 0,
+       "check_args: with no count of its own (a payload's argv), the bytes alone bound it");
+    static const char *huge[JAIL_MAX_ARGV_ENV_BYTES / 9 + 2];
+    for (size_t i = 0; i < sizeof huge / sizeof *huge - 1; i++)
+        huge[i] = "";
+    ok(jail_check_args(huge, NULL, 0, &err) < 0 && says(&err, E2BIG, "at most 524288"),
+       "check_args: ... and empty entries past the byte bound are E2BIG");
 
     /* 4 strings of L bytes cost 4 * (L + 1 + 8): exactly the total bound for L = 131063. */
     size_t len = JAIL_MAX_ARGV_ENV_BYTES / 4 - 1 - sizeof(char *);
     const char *quarter = filled(len, false), *over = filled(len + 1, false);
     ok(jail_check_args((const char *const[]){quarter, quarter, NULL},
-                       (const char *const[]){quarter, quarter, NULL}, &err) == 0,
+                       (const char *const[]){quarter, quarter, NULL}, JAIL_MAX_ARGS, &err) == 0,
        "check_args: argv and environment of JAIL_MAX_ARGV_ENV_BYTES together pass");
     ok(jail_check_args((const char *const[]){quarter, quarter, NULL},
-                       (const char *const[]){quarter, over, NULL}, &err) < 0 &&
+                       (const char *const[]){quarter, over, NULL}, JAIL_MAX_ARGS, &err) < 0 &&
            says(&err, E2BIG, "at most 524288"),
        "check_args: one byte more is E2BIG, naming the bound");
 }
@@ -96,13 +104,15 @@ static struct jail_spec base_spec(void)
         .host_uid_base = 0, /* fails last, once every length has passed */
         .argv = default_argv,
         .envp = no_env,
-        .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .keep_fd = -1,
+        .stdin_fd = -1,
+        .stdout_fd = -1,
+        .stderr_fd = -1,
+        .keep_fd = -1,
     };
 }
 
 /* The spec's outcome: refused for its field, or through every length check to the uid range. */
-static void spec_case(const struct jail_spec *spec, int errnum, const char *words,
-                      const char *what)
+static void spec_case(const struct jail_spec *spec, int errnum, const char *words, const char *what)
 {
     struct jail j;
     err_t err = {0};
@@ -121,7 +131,7 @@ static void spec_case(const struct jail_spec *spec, int errnum, const char *word
         char words_[96];                                                                           \
         tap_path(words_, sizeof words_, "sandbox spec: %s is longer than %zu bytes", name,         \
                  (size_t)(bound));                                                                 \
-        spec_case(&s_, ENAMETOOLONG, words_, name " one byte longer is ENAMETOOLONG");            \
+        spec_case(&s_, ENAMETOOLONG, words_, name " one byte longer is ENAMETOOLONG");             \
     } while (0)
 
 static void check_spec(void)
