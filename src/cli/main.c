@@ -8,6 +8,7 @@
 #include "cli/run.h"
 #include "init/init.h"
 #include "jail/jail.h"
+#include "serve/serve.h"
 #include "util/proctitle.h"
 
 #define HUTCH_VERSION "0.1.0"
@@ -17,6 +18,7 @@ static void usage(FILE *out)
     fprintf(out, "usage: hutch COMMAND [ARGS...]\n"
                  "\n"
                  "commands:\n"
+                 "  serve    the daemon: persistent sandboxes over E2B's API (hutch serve --help)\n"
                  "  run      run one program in a fresh, throwaway sandbox (hutch run --help)\n"
                  "  doctor   check what this host supports, feature by feature\n"
                  "  layer    the disk layers of persistent roots (hutch layer --help)\n"
@@ -36,6 +38,8 @@ int main(int argc, char **argv, char **envp)
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0)
         return run_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0)
+        return serve_main(argc - 1, argv + 1);
     if (strcmp(cmd, "layer") == 0)
         return layer_main(argc - 1, argv + 1);
     if (strcmp(cmd, "doctor") == 0)

@@ -1,0 +1,582 @@
+/* The daemon's live sandboxes and the steps of their lifecycle (sandbox.h). */
+#include "serve/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jail/disk_layer.h"
+#include "jail/record.h"
+#include "serve/agent.h"
+#include "util/strfmt.h"
+
+#define SBX_SOCKET_SUFFIX   ".sock"
+#define SBX_REMOVE_RETRY_MS 5
+#define SBX_REMOVE_TRIES    2000 /* 10 s of a cgroup that stays busy */
+#define SBX_FREEZE_POLL_MS  1
+#define SBX_FREEZE_MAX_MS   5000
+#define SBX_DEFAULT_PIDS    4096
+
+/* Init's environment: commands get theirs from the daemon with each spawn. */
+static const char *const init_env[] = {
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+
+int64_t sbx_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct sbx *sbx_find(struct serve *d, const char *id)
+{
+    for (struct sbx *sb = d->sandboxes; sb; sb = sb->next)
+        if (strcmp(sb->id, id) == 0)
+            return sb;
+    return NULL;
+}
+
+static void unlink_from_list(struct sbx *sb)
+{
+    for (struct sbx **p = &sb->d->sandboxes; *p; p = &(*p)->next)
+        if (*p == sb) {
+            *p = sb->next;
+            sb->d->n_sandboxes--;
+            return;
+        }
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+    struct sbx *sb = h->data;
+    if (--sb->open_handles == 0)
+        free(sb);
+}
+
+/* The end of a sandbox in this daemon: out of the list, handles closed, memory freed after. */
+static void sbx_release(struct sbx *sb)
+{
+    if (sb->gone)
+        return;
+    sb->gone = true;
+    unlink_from_list(sb);
+    agent_fail_all(sb, "the sandbox is gone");
+    uv_close((uv_handle_t *)&sb->deadline_timer, handle_closed);
+    uv_close((uv_handle_t *)&sb->step_timer, handle_closed);
+    if (sb->ctl_poll.data == sb) /* initialized */
+        uv_close((uv_handle_t *)&sb->ctl_poll, handle_closed);
+    if (sb->pidfd_poll.data == sb)
+        uv_close((uv_handle_t *)&sb->pidfd_poll, handle_closed);
+    if (sb->have_jail)
+        jail_close(&sb->jail);
+    sb->have_jail = false;
+    uid_range_release(&sb->uids);
+}
+
+static struct sbx *sbx_new(struct serve *d, const char *id)
+{
+    struct sbx *sb = calloc(1, sizeof *sb);
+    if (!sb)
+        return NULL;
+    sb->d = d;
+    snprintf(sb->id, sizeof sb->id, "%s", id);
+    sb->uids.lock_fd = -1;
+    sb->next_request = 1;
+    uv_timer_init(d->loop, &sb->deadline_timer);
+    uv_timer_init(d->loop, &sb->step_timer);
+    sb->deadline_timer.data = sb->step_timer.data = sb;
+    sb->open_handles = 2;
+    sb->next = d->sandboxes;
+    d->sandboxes = sb;
+    d->n_sandboxes++;
+    return sb;
+}
+
+static void finish_step(struct sbx *sb, int rc, const char *message)
+{
+    sbx_done_fn done = sb->done;
+    void *user = sb->done_user;
+    sb->done = NULL;
+    sb->done_user = NULL;
+    if (done)
+        done(sb, rc, message, user);
+}
+
+static int path_of(const struct serve *d, const char *dir, const char *id, const char *suffix,
+                   char *out, size_t size, err_t *err)
+{
+    if (strfmt(out, size, "%s/%s%s", dir, id, suffix) < 0)
+        return err_set(err, ENAMETOOLONG, "%s/%s%s: path too long", dir, id, suffix);
+    (void)d;
+    return 0;
+}
+
+/* What is left of a sandbox on the host once its processes are gone: its record, its init's
+ * socket, its disk layer. Errors are logged: the row says how it ended regardless. */
+static void remove_leftovers(struct serve *d, const char *id)
+{
+    err_t err;
+    char path[PATH_MAX];
+    if (jail_record_remove(d->run_fd, id, &err) < 0)
+        fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
+    if (path_of(d, d->run_dir, id, SBX_SOCKET_SUFFIX, path, sizeof path, &err) == 0)
+        unlink(path);
+    if (path_of(d, d->sandboxes_dir, id, "", path, sizeof path, &err) == 0 &&
+        disk_layer_remove(path, &err) < 0 && err.errnum != ENOENT)
+        fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
+}
+
+/* ---------- the deadline ---------- */
+
+static void on_deadline(uv_timer_t *t)
+{
+    struct sbx *sb = t->data;
+    if (sb->killing || sb->state != SANDBOX_RUNNING)
+        return;
+    err_t err;
+    if (sb->auto_pause) {
+        if (sbx_pause(sb, NULL, NULL, &err) == 0)
+            return;
+        fprintf(stderr, "hutch serve: %s: pause at the deadline: %s\n", sb->id, err.msg);
+    }
+    sbx_kill(sb, "timeout: its deadline passed", NULL, NULL);
+}
+
+static void arm_deadline(struct sbx *sb)
+{
+    uv_timer_stop(&sb->deadline_timer);
+    if (sb->state != SANDBOX_RUNNING)
+        return;
+    int64_t left = sb->deadline_ms - sbx_wall_ms();
+    uv_timer_start(&sb->deadline_timer, on_deadline, left > 0 ? (uint64_t)left : 0, 0);
+}
+
+int sbx_set_deadline(struct sbx *sb, int64_t deadline_ms, err_t *err)
+{
+    if (store_sandbox_set_deadline(sb->d->store, sb->id, deadline_ms, err) < 0)
+        return -1;
+    sb->deadline_ms = deadline_ms;
+    arm_deadline(sb);
+    return 0;
+}
+
+/* ---------- kill ---------- */
+
+static void kill_finish(struct sbx *sb)
+{
+    struct serve *d = sb->d;
+    err_t err;
+    if (sb->have_jail)
+        jail_close(&sb->jail);
+    sb->have_jail = false;
+    remove_leftovers(d, sb->id);
+    enum sandbox_state to = sb->state == SANDBOX_CREATING ? SANDBOX_FAILED : SANDBOX_KILLED;
+    if (store_sandbox_transition(d->store, sb->id, SANDBOX_STATES_LIVE, to, sb->end_reason,
+                                 to == SANDBOX_FAILED ? "failed" : "killed", NULL, &err) < 0)
+        fprintf(stderr, "hutch serve: %s: %s\n", sb->id, err.msg);
+    sb->state = to;
+    finish_step(sb, 0, sb->end_reason);
+    sbx_release(sb);
+}
+
+static void try_remove(uv_timer_t *t);
+
+/* The cgroup goes once its last member has left; until then, a retry on a short timer. */
+static void remove_step(struct sbx *sb)
+{
+    err_t err = {0};
+    if (jail_remove(&sb->jail, &err) < 0 && err.errnum == EBUSY &&
+        ++sb->step_count < SBX_REMOVE_TRIES) {
+        uv_timer_start(&sb->step_timer, try_remove, SBX_REMOVE_RETRY_MS, 0);
+        return;
+    }
+    if (err.errnum)
+        fprintf(stderr, "hutch serve: %s: remove: %s\n", sb->id, err.msg);
+    kill_finish(sb);
+}
+
+static void try_remove(uv_timer_t *t)
+{
+    remove_step(t->data);
+}
+
+static void on_pidfd(uv_poll_t *p, int status, int events)
+{
+    struct sbx *sb = p->data;
+    err_t err;
+    int rc = jail_reap_init(&sb->jail, &err);
+    if (rc == 0)
+        return; /* not yet */
+    uv_poll_stop(p);
+    sb->pidfd_polling = false;
+    if (rc < 0)
+        fprintf(stderr, "hutch serve: %s: init: %s\n", sb->id, err.msg);
+    sb->step_count = 0;
+    remove_step(sb);
+}
+
+void sbx_kill(struct sbx *sb, const char *reason, sbx_done_fn done, void *user)
+{
+    if (sb->killing) {
+        if (done)
+            done(sb, -1, "it is being killed already", user);
+        return;
+    }
+    if (sb->done) /* a step in flight (a create, a freeze) ends here */
+        finish_step(sb, -1, reason ? reason : "killed");
+    sb->killing = true;
+    sb->done = done;
+    sb->done_user = user;
+    strfmt_text_append(sb->end_reason, sizeof sb->end_reason, "%s", reason ? reason : "killed");
+    uv_timer_stop(&sb->deadline_timer);
+    uv_timer_stop(&sb->step_timer);
+    if (sb->ctl_polling) {
+        uv_poll_stop(&sb->ctl_poll);
+        sb->ctl_polling = false;
+    }
+    agent_fail_all(sb, "the sandbox is being killed");
+    if (!sb->have_jail) {
+        kill_finish(sb);
+        return;
+    }
+    err_t err;
+    if (jail_kill(&sb->jail, &err) < 0)
+        fprintf(stderr, "hutch serve: %s: kill: %s\n", sb->id, err.msg);
+    sb->step_count = 0;
+    if (sb->jail.pidfd < 0) {
+        remove_step(sb);
+        return;
+    }
+    if (uv_poll_init(sb->d->loop, &sb->pidfd_poll, sb->jail.pidfd) < 0) {
+        remove_step(sb); /* jail_remove waits for nothing: EBUSY until init is gone */
+        return;
+    }
+    sb->pidfd_poll.data = sb;
+    sb->open_handles++;
+    sb->pidfd_polling = true;
+    uv_poll_start(&sb->pidfd_poll, UV_READABLE, on_pidfd);
+}
+
+/* ---------- create ---------- */
+
+static void on_setup_deadline(uv_timer_t *t);
+
+static void on_ctl_creating(uv_poll_t *p, int status, int events)
+{
+    struct sbx *sb = p->data;
+    err_t err;
+    int rc = jail_start_complete(&sb->jail, &err);
+    if (rc == 1)
+        return;
+    uv_poll_stop(p);
+    sb->ctl_polling = false;
+    uv_timer_stop(&sb->step_timer);
+    char sock[STORE_ID_MAX + sizeof SBX_SOCKET_SUFFIX];
+    snprintf(sock, sizeof sock, "%s%s", sb->id, SBX_SOCKET_SUFFIX);
+    if (rc == 0 &&
+        jail_record_save(&sb->jail, sb->uids.host_base, sb->d->run_fd, sock, &err) == 0 &&
+        store_sandbox_transition(sb->d->store, sb->id, SANDBOX_STATE_BIT(SANDBOX_CREATING),
+                                 SANDBOX_RUNNING, NULL, "started", NULL, &err) == 0) {
+        sb->state = SANDBOX_RUNNING;
+        /* init holds the uid range from now on (hold_fd): the daemon's copy may go */
+        uid_range_release(&sb->uids);
+        agent_attach(sb);
+        arm_deadline(sb);
+        finish_step(sb, 0, NULL);
+        return;
+    }
+    char why[STORE_REASON_MAX + 1] = "";
+    strfmt_text_append(why, sizeof why, "setup failed: %s", err.msg);
+    sbx_kill(sb, why, NULL, NULL);
+}
+
+static void on_setup_deadline(uv_timer_t *t)
+{
+    struct sbx *sb = t->data;
+    if (sb->ctl_polling)
+        on_ctl_creating(&sb->ctl_poll, 0, UV_READABLE); /* jail_start_complete: past the deadline */
+}
+
+static int make_listener(struct serve *d, const char *id, err_t *err)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (path_of(d, d->run_dir, id, SBX_SOCKET_SUFFIX, a.sun_path, sizeof a.sun_path, err) < 0)
+        return -1;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return err_set(err, errno, "socket");
+    unlink(a.sun_path);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || chmod(a.sun_path, 0600) < 0 ||
+        listen(fd, 16) < 0) {
+        err_set(err, errno, "%s", a.sun_path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int start(struct sbx *sb, const struct store_sandbox *row, err_t *err)
+{
+    struct serve *d = sb->d;
+    char layer[PATH_MAX];
+    if (path_of(d, d->sandboxes_dir, sb->id, "", layer, sizeof layer, err) < 0 ||
+        disk_layer_create(layer, (uint64_t)row->disk_mb << 20, err) < 0 ||
+        uid_range_acquire(d->lock_path, &sb->uids, err) < 0)
+        return -1;
+    int listen_fd = make_listener(d, sb->id, err);
+    if (listen_fd < 0)
+        return -1;
+    struct jail_spec spec = {
+        .cgroups = d->cgroups,
+        .name = sb->id,
+        .template_dir = d->tpl.rootfs,
+        .usr_dir = "/usr",
+        .stage_dir = d->tpl.stage,
+        .limits = {.memory_bytes = (uint64_t)row->memory_mb << 20,
+                   .pids = SBX_DEFAULT_PIDS,
+                   .disk_bytes = (uint64_t)row->disk_mb << 20},
+        .net = JAIL_NET_NONE,
+        .host_uid_base = sb->uids.host_base,
+        .seccomp = SECCOMP_PROFILE_DEFAULT,
+        .hostname = "e2b",
+        .envp = init_env,
+        .stdin_fd = d->null_fd,
+        .stdout_fd = d->null_fd,
+        .stderr_fd = d->null_fd,
+        .keep_fd = -1,
+        .listen_fd = listen_fd,
+        .hold_fd = sb->uids.lock_fd,
+        .writable_root = true,
+        .layer_dir = layer,
+        .dpkg_dir = access("/var/lib/dpkg/status", F_OK) == 0 ? "/var/lib/dpkg" : NULL,
+    };
+    int rc = jail_start_begin(&spec, &sb->jail, err);
+    close(listen_fd);
+    if (rc < 0)
+        return -1;
+    sb->have_jail = true;
+    if (uv_poll_init(d->loop, &sb->ctl_poll, sb->jail.control_fd) < 0)
+        return err_set(err, EINVAL, "poll on the control fd");
+    sb->ctl_poll.data = sb;
+    sb->open_handles++;
+    sb->ctl_polling = true;
+    uv_poll_start(&sb->ctl_poll, UV_READABLE, on_ctl_creating);
+    uint64_t now = jail_now_ns();
+    uint64_t left_ms =
+        sb->jail.setup_deadline_ns > now ? (sb->jail.setup_deadline_ns - now) / 1000000u + 1 : 0;
+    uv_timer_start(&sb->step_timer, on_setup_deadline, left_ms, 0);
+    return 0;
+}
+
+int sbx_create(struct serve *d, const struct store_sandbox *row, sbx_done_fn done, void *user,
+               err_t *err)
+{
+    if (sbx_find(d, row->id))
+        return err_set(err, EEXIST, "sandbox %s exists", row->id);
+    if (store_sandbox_insert(d->store, row, err) < 0)
+        return -1;
+    struct sbx *sb = sbx_new(d, row->id);
+    if (!sb) {
+        store_sandbox_transition(d->store, row->id, SANDBOX_STATES_LIVE, SANDBOX_FAILED,
+                                 "out of memory", "failed", NULL, err);
+        return err_set(err, ENOMEM, "sandbox %s", row->id);
+    }
+    sb->state = SANDBOX_CREATING;
+    sb->auto_pause = row->auto_pause;
+    sb->deadline_ms = row->deadline_ms;
+    snprintf(sb->envd_token, sizeof sb->envd_token, "%s", row->envd_token);
+    if (start(sb, row, err) < 0) {
+        err_t ignored;
+        char why[STORE_REASON_MAX + 1] = "";
+        strfmt_text_append(why, sizeof why, "setup failed: %s", err->msg);
+        if (sb->have_jail) { /* begun, then the loop refused its fd: kill what began */
+            sbx_kill(sb, why, NULL, NULL);
+            return -1;
+        }
+        remove_leftovers(d, sb->id);
+        store_sandbox_transition(d->store, sb->id, SANDBOX_STATES_LIVE, SANDBOX_FAILED, why,
+                                 "failed", NULL, &ignored);
+        sbx_release(sb);
+        return -1;
+    }
+    sb->done = done;
+    sb->done_user = user;
+    return 0;
+}
+
+/* ---------- pause and resume ---------- */
+
+static void freeze_poll(uv_timer_t *t)
+{
+    struct sbx *sb = t->data;
+    err_t err;
+    bool frozen = false;
+    if (jail_frozen(&sb->jail, &frozen, &err) < 0) {
+        finish_step(sb, -1, err.msg);
+        return;
+    }
+    if (!frozen) {
+        if (++sb->step_count * SBX_FREEZE_POLL_MS < SBX_FREEZE_MAX_MS) {
+            uv_timer_start(&sb->step_timer, freeze_poll, SBX_FREEZE_POLL_MS, 0);
+            return;
+        }
+        jail_freeze_start(&sb->jail, false, &err);
+        finish_step(sb, -1, "its processes did not freeze in time; it runs on");
+        return;
+    }
+    if (store_sandbox_transition(sb->d->store, sb->id, SANDBOX_STATE_BIT(SANDBOX_RUNNING),
+                                 SANDBOX_PAUSED, NULL, "paused", NULL, &err) < 0) {
+        jail_freeze_start(&sb->jail, false, &err);
+        finish_step(sb, -1, err.msg);
+        return;
+    }
+    sb->state = SANDBOX_PAUSED;
+    uv_timer_stop(&sb->deadline_timer);
+    finish_step(sb, 0, NULL);
+}
+
+int sbx_pause(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
+{
+    if (sb->state == SANDBOX_PAUSED)
+        return err_set(err, EALREADY, "sandbox %s is already paused", sb->id);
+    if (sb->state != SANDBOX_RUNNING || sb->killing || sb->done)
+        return err_set(err, EBUSY, "sandbox %s is %s", sb->id,
+                       sb->killing ? "being killed"
+                       : sb->done  ? "busy"
+                                   : sandbox_state_name(sb->state));
+    if (jail_freeze_start(&sb->jail, true, err) < 0)
+        return -1;
+    sb->done = done;
+    sb->done_user = user;
+    sb->step_count = 0;
+    uv_timer_start(&sb->step_timer, freeze_poll, 0, 0);
+    return 0;
+}
+
+int sbx_resume(struct sbx *sb, err_t *err)
+{
+    if (sb->state != SANDBOX_PAUSED || sb->killing)
+        return err_set(err, EINVAL, "sandbox %s is not paused", sb->id);
+    if (jail_freeze_start(&sb->jail, false, err) < 0 ||
+        store_sandbox_transition(sb->d->store, sb->id, SANDBOX_STATE_BIT(SANDBOX_PAUSED),
+                                 SANDBOX_RUNNING, NULL, "resumed", NULL, err) < 0)
+        return -1;
+    sb->state = SANDBOX_RUNNING;
+    arm_deadline(sb);
+    return 0;
+}
+
+/* ---------- after a restart ---------- */
+
+struct live_row {
+    char id[STORE_ID_MAX + 1];
+    enum sandbox_state state;
+    bool auto_pause;
+    int64_t deadline_ms;
+    char envd_token[STORE_TOKEN_MAX + 1];
+};
+
+struct live_rows {
+    struct live_row *rows;
+    size_t n, cap;
+};
+
+static void collect_row(const struct store_sandbox *row, void *ctx)
+{
+    struct live_rows *l = ctx;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct live_row *grown = realloc(l->rows, cap * sizeof *grown);
+        if (!grown)
+            return;
+        l->rows = grown;
+        l->cap = cap;
+    }
+    struct live_row *r = &l->rows[l->n++];
+    snprintf(r->id, sizeof r->id, "%s", row->id);
+    r->state = row->state;
+    r->auto_pause = row->auto_pause;
+    r->deadline_ms = row->deadline_ms;
+    snprintf(r->envd_token, sizeof r->envd_token, "%s", row->envd_token);
+}
+
+static void mark_failed(struct serve *d, const char *id, const char *why)
+{
+    err_t err;
+    if (cgroup_remove_by_name(d->cgroups, id, &err) < 0)
+        fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
+    remove_leftovers(d, id);
+    if (store_sandbox_transition(d->store, id, SANDBOX_STATES_LIVE, SANDBOX_FAILED, why, "failed",
+                                 NULL, &err) < 0)
+        fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
+}
+
+static bool reopen_one(struct serve *d, const struct live_row *r)
+{
+    err_t err;
+    struct jail j;
+    struct jail_record rec;
+    if (jail_reopen(d->cgroups, d->run_fd, r->id, &j, &rec, &err) < 0) {
+        char why[STORE_REASON_MAX + 1] = "";
+        if (r->state == SANDBOX_CREATING)
+            strfmt_text_append(why, sizeof why, "the daemon stopped while it was being created");
+        else if (err.errnum == ESRCH)
+            strfmt_text_append(why, sizeof why, "its init ended while the daemon was down");
+        else
+            strfmt_text_append(why, sizeof why, "could not be reopened: %s", err.msg);
+        mark_failed(d, r->id, why);
+        return false;
+    }
+    struct sbx *sb = sbx_new(d, r->id);
+    if (!sb) {
+        jail_close(&j);
+        return false;
+    }
+    sb->jail = j;
+    sb->have_jail = true;
+    sb->state = r->state;
+    sb->auto_pause = r->auto_pause;
+    sb->deadline_ms = r->deadline_ms;
+    snprintf(sb->envd_token, sizeof sb->envd_token, "%s", r->envd_token);
+    if (r->state == SANDBOX_CREATING) { /* half made: what began is killed */
+        sbx_kill(sb, "the daemon stopped while it was being created", NULL, NULL);
+        return false;
+    }
+    bool frozen = false;
+    if (jail_frozen(&sb->jail, &frozen, &err) == 0 && frozen != (r->state == SANDBOX_PAUSED))
+        jail_freeze_start(&sb->jail, r->state == SANDBOX_PAUSED, &err); /* as the row says */
+    if (sb->jail.control_fd >= 0)
+        agent_attach(sb);
+    arm_deadline(sb); /* one past due fires at once */
+    return true;
+}
+
+size_t sbx_reopen_all(struct serve *d)
+{
+    struct live_rows l = {0};
+    err_t err;
+    struct store_list_filter f = {.states = SANDBOX_STATES_LIVE, .oldest_first = true};
+    if (store_sandbox_list(d->store, &f, collect_row, &l, &err) < 0)
+        fprintf(stderr, "hutch serve: the sandboxes of the last run: %s\n", err.msg);
+    size_t live = 0;
+    for (size_t i = 0; i < l.n; i++)
+        live += reopen_one(d, &l.rows[i]);
+    free(l.rows);
+    return live;
+}
+
+void sbx_detach_all(struct serve *d)
+{
+    while (d->sandboxes) {
+        struct sbx *sb = d->sandboxes;
+        if (sb->done)
+            finish_step(sb, -1, "the daemon is stopping");
+        sbx_release(sb);
+    }
+}

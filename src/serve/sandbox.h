@@ -1,0 +1,71 @@
+/* The daemon's live sandboxes: each one's engine handle (struct jail), its state as the store
+ * keeps it, its deadline, and the steps of its lifecycle, each driven by the loop.
+ *
+ *   sbx_create()   a uid range, a disk layer, init's socket, jail_start_begin; done() is called
+ *                  once init said READY (or setup failed: everything is undone, the row failed)
+ *   sbx_kill()     jail_kill, then (pidfd readable) reap, remove the cgroup (retrying while it is
+ *                  busy), drop the record, the socket and the disk layer; the row killed
+ *   sbx_pause()    freeze, done() once every task is frozen; sbx_resume() thaws
+ *   sbx_reopen_all() after a restart: every live row's sandbox reopened by its record, or marked
+ *                  failed with the reason
+ *
+ * The store is the truth for a sandbox's fields; struct sbx holds what only a running daemon
+ * has (fds, handles, pending steps). A sandbox's memory is freed once its handles are closed. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "jail/jail.h"
+#include "jail/userns.h"
+#include "sandbox/state.h"
+#include "serve/serve.h"
+
+struct agent_pending;
+struct agent_sub;
+
+typedef void (*sbx_done_fn)(struct sbx *sb, int rc, const char *message, void *user);
+
+struct sbx {
+    struct serve *d;
+    char id[STORE_ID_MAX + 1];
+    enum sandbox_state state;
+    bool auto_pause;
+    int64_t deadline_ms;
+    char envd_token[STORE_TOKEN_MAX + 1];
+    struct jail jail;
+    bool have_jail;
+    struct uid_range uids;
+    uv_poll_t ctl_poll;   /* control_fd: READY while creating, then init's messages */
+    uv_poll_t pidfd_poll; /* init's pidfd, while killing */
+    uv_timer_t deadline_timer;
+    uv_timer_t step_timer; /* setup deadline, cgroup removal retries, freeze polling */
+    unsigned open_handles;
+    bool ctl_polling, pidfd_polling, killing, gone;
+    unsigned step_count;                   /* removal retries, freeze polls */
+    char end_reason[STORE_REASON_MAX + 1]; /* why it is being killed */
+    /* the one lifecycle step in progress and who waits for it */
+    sbx_done_fn done;
+    void *done_user;
+    /* agent.c */
+    uint32_t next_request;
+    struct agent_pending *pending;
+    struct agent_sub *subs;
+    struct sbx *next;
+};
+
+/* What sbx_create makes: the row is inserted (creating) before the start. */
+int sbx_create(struct serve *d, const struct store_sandbox *row, sbx_done_fn done, void *user,
+               err_t *err);
+/* Kills a live sandbox; done (may be NULL) when it is gone. reason goes into the row. */
+void sbx_kill(struct sbx *sb, const char *reason, sbx_done_fn done, void *user);
+int sbx_pause(struct sbx *sb, sbx_done_fn done, void *user, err_t *err);
+int sbx_resume(struct sbx *sb, err_t *err);
+/* Moves the deadline (ms since the epoch) and re-arms its timer; kept in the store. */
+int sbx_set_deadline(struct sbx *sb, int64_t deadline_ms, err_t *err);
+struct sbx *sbx_find(struct serve *d, const char *id);
+/* After a restart: reopens every live row's sandbox. Returns how many are live again. */
+size_t sbx_reopen_all(struct serve *d);
+/* The daemon stops: handles closed, sandboxes left running. */
+void sbx_detach_all(struct serve *d);
+int64_t sbx_wall_ms(void);

@@ -1,0 +1,46 @@
+/* hutch serve: the daemon. One libuv loop on one thread holds every live sandbox, the HTTP
+ * server (src/http) and the store (src/sandbox); the routes (routes.c) map E2B's API onto the
+ * sandbox registry (sandbox.h). Nothing here blocks the loop on a sandbox: starts, stops and
+ * freezes are steps driven by the control fd, the pidfd and timers. */
+#pragma once
+#include <limits.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "jail/cgroup.h"
+#include "jail/template.h"
+#include "sandbox/store.h"
+
+#define SERVE_DEFAULT_HOST "127.0.0.1"
+#define SERVE_DEFAULT_PORT 3000
+#define SERVE_ENVD_VERSION "0.6.4" /* what the SDK is told: the features it then uses */
+#define SERVE_KEY_FILE     "api-key"
+
+struct sbx;
+struct http_server;
+
+struct serve {
+    uv_loop_t *loop;
+    struct store *store;
+    struct http_server *http;
+    struct cgroup_host *cgroups;
+    struct template_paths tpl;
+    char state_dir[PATH_MAX];
+    char run_dir[PATH_MAX];
+    char lock_path[PATH_MAX];     /* RUN/uid-slots.lock: the uid ranges */
+    char sandboxes_dir[PATH_MAX]; /* STATE/sandboxes: each one's disk layer */
+    int run_fd;                   /* RUN: sandbox records and init sockets */
+    int null_fd;                  /* /dev/null: init's stdio */
+    char env_api_key[128];        /* HUTCH_API_KEY, "" when not set */
+    struct sbx *sandboxes;        /* the live ones (sandbox.c) */
+    size_t n_sandboxes;
+    uv_signal_t sig_term, sig_int;
+    bool stopping;
+};
+
+/* `hutch serve [--listen ADDR:PORT] [--state DIR] [--socket PATH]`: runs until SIGTERM or
+ * SIGINT. Sandboxes outlive it: a new daemon on the same state and run directories reopens them. */
+int serve_main(int argc, char **argv);
+
+/* Whether key is a valid API key (HUTCH_API_KEY, or one whose hash is in the store). */
+bool serve_api_key_ok(struct serve *d, const char *key);
