@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "api/auth.h"
+#include "serve/envd_routes.h"
 #include "serve/routes.h"
 #include "serve/sandbox.h"
 
@@ -22,5 +23,10 @@ void routes_envd(struct serve *d, struct http_exchange *x, const struct http_req
         http_respond(x, 204, NULL, 0, NULL, 0);
         return;
     }
-    http_respond_error(x, 501, "%s: not implemented yet", req->path);
+    static const char process[] = "/process.Process/";
+    if (strncmp(req->path, process, sizeof process - 1) == 0 && strcmp(req->method, "POST") == 0) {
+        envd_process_route(d, sb, x, req, req->path + sizeof process - 1);
+        return;
+    }
+    http_respond_error(x, 501, "%s %s: not implemented yet", req->method, req->path);
 }

@@ -23,6 +23,7 @@
 
 struct agent_pending;
 struct agent_sub;
+struct scmd;
 
 typedef void (*sbx_done_fn)(struct sbx *sb, int rc, const char *message, void *user);
 
@@ -51,6 +52,7 @@ struct sbx {
     uint32_t next_request;
     struct agent_pending *pending;
     struct agent_sub *subs;
+    struct scmd *cmds; /* commands.c */
     struct sbx *next;
 };
 

@@ -1,0 +1,478 @@
+/* A sandbox's commands in the daemon (commands.h). */
+#include "serve/commands.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "serve/agent.h"
+#include "util/strfmt.h"
+
+#define SCMD_READ_CHUNK      (64u << 10)
+#define SCMD_READS_PER_WAKE  4
+#define SCMD_FINISH_RETRY_MS 5
+#define SCMD_FINISH_TRIES    400 /* 2 s of a group whose members are still leaving */
+
+static const char *const stream_names[3] = {"stdout", "stderr", "pty"};
+
+struct scmd_chunk {
+    unsigned stream;
+    size_t len;
+    struct scmd_chunk *next;
+    uint8_t data[];
+};
+
+struct scmd_attach {
+    const struct scmd_listener *l;
+    void *user;
+    struct scmd_attach *next;
+};
+
+static char **copy_list(const char *const *list)
+{
+    size_t n = 0;
+    while (list && list[n])
+        n++;
+    char **out = calloc(n + 1, sizeof *out);
+    for (size_t i = 0; out && i < n; i++)
+        if (!(out[i] = strdup(list[i]))) {
+            for (size_t k = 0; k < i; k++)
+                free(out[k]);
+            free(out);
+            return NULL;
+        }
+    return out;
+}
+
+static void free_list(char **list)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        free(list[i]);
+    free(list);
+}
+
+/* Why it failed (cut with "..." if long: for the client's message). */
+static void set_error(struct scmd *c, const char *why)
+{
+    c->error[0] = '\0';
+    strfmt_text_append(c->error, sizeof c->error, "%s", why);
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+    struct scmd *c = h->data;
+    if (--c->open_handles > 0)
+        return;
+    while (c->replay) {
+        struct scmd_chunk *next = c->replay->next;
+        free(c->replay);
+        c->replay = next;
+    }
+    free_list(c->argv);
+    free_list(c->envp);
+    free(c->cwd);
+    free(c->tag);
+    free(c);
+}
+
+static void stop_output(struct scmd *c, unsigned i)
+{
+    if (c->polling[i]) {
+        uv_poll_stop(&c->poll[i]);
+        c->polling[i] = false;
+    }
+    if (c->out_fd[i] >= 0) {
+        uv_close((uv_handle_t *)&c->poll[i], handle_closed);
+        close(c->out_fd[i]);
+        c->out_fd[i] = -1;
+    }
+}
+
+/* Out of the sandbox's list; every handle closed; freed once they are. */
+static void scmd_free(struct scmd *c)
+{
+    for (struct scmd **p = &c->sb->cmds; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    for (unsigned i = 0; i < 3; i++)
+        stop_output(c, i);
+    if (c->stdin_fd >= 0)
+        close(c->stdin_fd);
+    c->stdin_fd = -1;
+    while (c->attached) {
+        struct scmd_attach *next = c->attached->next;
+        free(c->attached);
+        c->attached = next;
+    }
+    uv_close((uv_handle_t *)&c->finish_timer, handle_closed);
+}
+
+/* Tells every listener it ended and drops them. */
+static void notify_end(struct scmd *c)
+{
+    struct scmd_attach *a = c->attached;
+    c->attached = NULL;
+    while (a) {
+        struct scmd_attach *next = a->next;
+        if (a->l && a->l->on_end)
+            a->l->on_end(c, a->user);
+        free(a);
+        a = next;
+    }
+}
+
+/* ---------- the end ---------- */
+
+static void log_end(struct scmd *c, const struct verdict_usage *u)
+{
+    char detail[512];
+    uint64_t ms = (jail_now_ns() - c->start_ns) / 1000000u;
+    snprintf(detail, sizeof detail,
+             "{\"pid\":%u,\"exitCode\":%d,\"signal\":%d,\"durationMs\":%llu,\"cpuNs\":%llu,"
+             "\"memoryPeakBytes\":%llu,\"oomKills\":%llu}",
+             c->pid, (int)c->exit_code, c->signo, (unsigned long long)ms,
+             (unsigned long long)(u ? u->cpu_ns : 0),
+             (unsigned long long)(u ? u->memory_peak_bytes : 0),
+             (unsigned long long)(u ? u->oom_kills : 0));
+    err_t err;
+    if (store_event_add(c->sb->d->store, c->sb->id, "command_ended", detail, &err) < 0)
+        fprintf(stderr, "hutch serve: %s: %s\n", c->sb->id, err.msg);
+}
+
+static void try_finish(uv_timer_t *t);
+
+/* Its group's counters read and the group removed (retried while members leave). */
+static void finish_group(struct scmd *c)
+{
+    struct proto_command end = {
+        .cmd_id = c->cmd_id, .exit_code = c->exit_code, .signal = (uint32_t)c->signo};
+    struct verdict_facts facts = {0};
+    struct verdict_usage usage = {0};
+    err_t err;
+    if (jail_command_finish(&c->sb->jail, c->group, &end, &facts, &usage, &err) < 0) {
+        if (err.errnum == EBUSY && ++c->finish_tries < SCMD_FINISH_TRIES) {
+            uv_timer_start(&c->finish_timer, try_finish, SCMD_FINISH_RETRY_MS, 0);
+            return;
+        }
+        fprintf(stderr, "hutch serve: %s: command %u: %s\n", c->sb->id, c->pid, err.msg);
+        log_end(c, NULL);
+    } else {
+        log_end(c, &usage);
+    }
+    scmd_free(c);
+}
+
+static void try_finish(uv_timer_t *t)
+{
+    finish_group(t->data);
+}
+
+static void maybe_end(struct scmd *c)
+{
+    if (c->ended || !c->exited || c->out_fd[0] >= 0 || c->out_fd[1] >= 0 || c->out_fd[2] >= 0)
+        return;
+    c->ended = true;
+    /* init's record of it, and its copies of the ends, go */
+    err_t err;
+    if (!c->error[0] && !c->sb->killing &&
+        jail_agent_request(&c->sb->jail, PROTO_FORGET, agent_next_id(c->sb), c->cmd_id, 0, false,
+                           &err) < 0)
+        fprintf(stderr, "hutch serve: %s: forget command %u: %s\n", c->sb->id, c->pid, err.msg);
+    notify_end(c);
+    /* one that EXITED is a command init no longer tracks */
+    agent_unsubscribe(c->sb, AGENT_SUB_EXITED, c->cmd_id);
+    finish_group(c);
+}
+
+/* ---------- output ---------- */
+
+static void keep_for_replay(struct scmd *c, unsigned stream, const uint8_t *data, size_t len)
+{
+    struct scmd_chunk *k = malloc(sizeof *k + len);
+    if (!k)
+        return;
+    k->stream = stream;
+    k->len = len;
+    k->next = NULL;
+    memcpy(k->data, data, len);
+    if (c->replay_tail)
+        c->replay_tail->next = k;
+    else
+        c->replay = k;
+    c->replay_tail = k;
+    c->replay_bytes += len;
+    while (c->replay_bytes > SCMD_REPLAY_MAX && c->replay != c->replay_tail) {
+        struct scmd_chunk *old = c->replay;
+        c->replay = old->next;
+        c->replay_bytes -= old->len;
+        free(old);
+    }
+}
+
+static void on_output(uv_poll_t *p, int status, int events)
+{
+    struct scmd *c = p->data;
+    unsigned i = (unsigned)(p - c->poll);
+    static uint8_t buf[SCMD_READ_CHUNK];
+    for (int n = 0; n < SCMD_READS_PER_WAKE && c->out_fd[i] >= 0; n++) {
+        ssize_t r = read(c->out_fd[i], buf, sizeof buf);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (r <= 0) { /* EOF, or EIO from a pty whose last slave closed */
+            stop_output(c, i);
+            maybe_end(c);
+            return;
+        }
+        keep_for_replay(c, i, buf, (size_t)r);
+        for (struct scmd_attach *a = c->attached; a; a = a->next)
+            if (a->l && a->l->on_output)
+                a->l->on_output(c, stream_names[i], buf, (size_t)r, a->user);
+        if (c->holds)
+            return;
+    }
+}
+
+static void set_reading(struct scmd *c, bool on)
+{
+    for (unsigned i = 0; i < 3; i++) {
+        if (c->out_fd[i] < 0 || c->polling[i] == on)
+            continue;
+        if (on)
+            uv_poll_start(&c->poll[i], UV_READABLE | UV_DISCONNECT, on_output);
+        else
+            uv_poll_stop(&c->poll[i]);
+        c->polling[i] = on;
+    }
+}
+
+void scmd_hold(struct scmd *c, bool hold)
+{
+    if (hold)
+        c->holds++;
+    else if (c->holds)
+        c->holds--;
+    set_reading(c, c->holds == 0);
+}
+
+/* ---------- start ---------- */
+
+static void on_exited(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    struct scmd *c = user;
+    if (!m) {
+        set_error(c, why);
+        c->exited = true;
+        c->exit_code = -1;
+        for (unsigned i = 0; i < 3; i++)
+            stop_output(c, i);
+        maybe_end(c);
+        return;
+    }
+    c->exited = true;
+    c->exit_code = m->command.exit_code;
+    c->signo = (int)m->command.signal;
+    maybe_end(c);
+}
+
+static void on_spawn_reply(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    struct scmd *c = user;
+    err_t err;
+    if (!m || m->type != PROTO_SPAWN_REPLY) {
+        set_error(c, !m                       ? why
+                     : m->type == PROTO_ERROR ? m->message
+                                              : "unexpected answer from init");
+        struct verdict_facts facts = {0};
+        struct verdict_usage usage = {0};
+        jail_command_finish(&sb->jail, c->group, &(struct proto_command){0}, &facts, &usage, &err);
+        c->ended = true;
+        notify_end(c);
+        scmd_free(c);
+        return;
+    }
+    c->cmd_id = m->command.cmd_id;
+    c->pid = m->command.pid;
+    int fds[3] = {m->fds[0], m->fds[1], m->fds[3]};
+    c->stdin_fd = m->fds[2];
+    m->fds[0] = m->fds[1] = m->fds[2] = m->fds[3] = -1; /* ours now */
+    if (c->stdin_fd >= 0)
+        fcntl(c->stdin_fd, F_SETFL, fcntl(c->stdin_fd, F_GETFL) | O_NONBLOCK);
+    for (unsigned i = 0; i < 3; i++) {
+        if (fds[i] < 0)
+            continue;
+        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+        if (uv_poll_init(sb->d->loop, &c->poll[i], fds[i]) < 0) {
+            close(fds[i]);
+            continue;
+        }
+        c->poll[i].data = c;
+        c->open_handles++;
+        c->out_fd[i] = fds[i];
+    }
+    c->started = true;
+    if (agent_subscribe(sb, AGENT_SUB_EXITED, c->cmd_id, on_exited, c, &err) < 0) {
+        /* it runs, but its end would never be seen: kill it now */
+        set_error(c, err.msg);
+        jail_command_kill_tree(&sb->jail, c->group, &err);
+    }
+    char detail[128];
+    snprintf(detail, sizeof detail, "{\"pid\":%u,\"root\":%s}", c->pid,
+             c->as_root ? "true" : "false");
+    store_event_add(sb->d->store, sb->id, "command_started", detail, &err);
+    for (struct scmd_attach *a = c->attached; a; a = a->next)
+        if (a->l && a->l->on_started)
+            a->l->on_started(c, a->user);
+    set_reading(c, c->holds == 0);
+}
+
+struct scmd *scmd_start(struct sbx *sb, const struct jail_command_spec *spec,
+                        const struct scmd_listener *l, void *user, err_t *err)
+{
+    struct scmd *c = calloc(1, sizeof *c);
+    if (!c) {
+        err_set(err, ENOMEM, "command");
+        return NULL;
+    }
+    c->sb = sb;
+    c->out_fd[0] = c->out_fd[1] = c->out_fd[2] = c->stdin_fd = -1;
+    c->as_root = spec->as_root;
+    c->argv = copy_list(spec->argv);
+    c->envp = copy_list(spec->envp);
+    c->cwd = spec->cwd ? strdup(spec->cwd) : NULL;
+    c->tag = spec->tag ? strdup(spec->tag) : NULL;
+    c->start_ns = jail_now_ns();
+    if (!c->argv || !c->envp || (spec->cwd && !c->cwd) || (spec->tag && !c->tag)) {
+        free_list(c->argv);
+        free_list(c->envp);
+        free(c->cwd);
+        free(c->tag);
+        free(c);
+        err_set(err, ENOMEM, "command");
+        return NULL;
+    }
+    uv_timer_init(sb->d->loop, &c->finish_timer);
+    c->finish_timer.data = c;
+    c->open_handles = 1;
+    c->next = sb->cmds;
+    sb->cmds = c;
+    c->request_id = agent_next_id(sb);
+    if (agent_expect(sb, c->request_id, on_spawn_reply, c, err) < 0 ||
+        jail_command_start(&sb->jail, spec, c->request_id, c->group, err) < 0) {
+        agent_cancel(sb, c);
+        scmd_free(c);
+        return NULL;
+    }
+    if (l && scmd_attach(c, l, user, err) < 0) {
+        /* it starts anyway; nobody follows it */
+    }
+    return c;
+}
+
+/* ---------- attach ---------- */
+
+int scmd_attach(struct scmd *c, const struct scmd_listener *l, void *user, err_t *err)
+{
+    struct scmd_attach *a = malloc(sizeof *a);
+    if (!a)
+        return err_set(err, ENOMEM, "attach");
+    *a = (struct scmd_attach){l, user, c->attached};
+    c->attached = a;
+    if (!c->started)
+        return 0;
+    if (l->on_started)
+        l->on_started(c, user);
+    for (struct scmd_chunk *k = c->replay; k && l->on_output; k = k->next)
+        l->on_output(c, stream_names[k->stream], k->data, k->len, user);
+    return 0;
+}
+
+void scmd_detach(struct scmd *c, void *user)
+{
+    for (struct scmd_attach **p = &c->attached; *p; p = &(*p)->next)
+        if ((*p)->user == user) {
+            struct scmd_attach *a = *p;
+            *p = a->next;
+            free(a);
+            return;
+        }
+}
+
+struct scmd *scmd_find(struct sbx *sb, uint32_t pid, const char *tag)
+{
+    for (struct scmd *c = sb->cmds; c; c = c->next) {
+        if (!c->started || c->ended)
+            continue;
+        if (pid ? c->pid == pid : (tag && c->tag && strcmp(c->tag, tag) == 0))
+            return c;
+    }
+    return NULL;
+}
+
+/* ---------- requests ---------- */
+
+int scmd_signal(struct scmd *c, int signo, err_t *err)
+{
+    if (signo == SIGKILL)
+        return jail_command_kill_tree(&c->sb->jail, c->group, err);
+    return jail_agent_request(&c->sb->jail, PROTO_SIGNAL, agent_next_id(c->sb), c->cmd_id,
+                              (uint32_t)signo, true, err);
+}
+
+int scmd_input(struct scmd *c, bool to_pty, const uint8_t *data, size_t len, err_t *err)
+{
+    int fd = to_pty ? c->out_fd[2] : c->stdin_fd;
+    if (fd < 0)
+        return err_set(err, EPIPE, "process %u has no %s open", c->pid, to_pty ? "pty" : "stdin");
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, data + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return err_set(err, errno == EAGAIN ? EAGAIN : errno,
+                           "process %u: input (%zu of %zu bytes written)", c->pid, done, len);
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+/* init keeps an end of every pipe it made (so that a restarted daemon can ATTACH again): its
+ * copy of stdin's write end is closed by asking. */
+int scmd_close_stdin(struct scmd *c, err_t *err)
+{
+    if (c->stdin_fd >= 0)
+        close(c->stdin_fd);
+    c->stdin_fd = -1;
+    return jail_agent_request(&c->sb->jail, PROTO_STDIN_CLOSE, agent_next_id(c->sb), c->cmd_id, 0,
+                              false, err);
+}
+
+int scmd_resize(struct scmd *c, unsigned short rows, unsigned short cols, err_t *err)
+{
+    if (c->out_fd[2] < 0)
+        return err_set(err, EINVAL, "process %u has no pty", c->pid);
+    struct winsize ws = {.ws_row = rows, .ws_col = cols};
+    if (ioctl(c->out_fd[2], TIOCSWINSZ, &ws) < 0)
+        return err_set(err, errno, "process %u: resize", c->pid);
+    return 0;
+}
+
+void scmd_release_all(struct sbx *sb, const char *why)
+{
+    while (sb->cmds) {
+        struct scmd *c = sb->cmds;
+        if (!c->ended) {
+            set_error(c, why);
+            c->ended = true;
+            notify_end(c);
+        }
+        scmd_free(c);
+    }
+}

@@ -1,0 +1,75 @@
+/* The commands of one sandbox as the daemon holds them: started through init (jail_command_start),
+ * their output read straight from the pipes or the pty init handed over, kept in a bounded replay
+ * buffer, and given to whoever is attached (a Start or Connect stream; none while the client is
+ * away: a background command keeps running and its output is kept, up to the buffer's size).
+ * A command ends when init said EXITED and its outputs are at EOF; its group is then removed, its
+ * end (code, signal, CPU, peak memory) goes into the sandbox's event log, and it is forgotten. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "jail/command.h"
+#include "serve/sandbox.h"
+
+#define SCMD_REPLAY_MAX (1u << 20) /* bytes of output kept for a Connect */
+
+struct scmd;
+
+/* What an attached stream is told. on_output's stream: "stdout", "stderr" or "pty". */
+struct scmd_listener {
+    void (*on_started)(struct scmd *c, void *user); /* the pid is known */
+    void (*on_output)(struct scmd *c, const char *stream, const uint8_t *data, size_t len,
+                      void *user);
+    /* It ended (c->exit_code, c->signo), or could not start or was lost (c->error set). The
+     * listener is detached after it. */
+    void (*on_end)(struct scmd *c, void *user);
+};
+
+struct scmd_chunk;
+struct scmd_attach;
+
+struct scmd {
+    struct sbx *sb;
+    uint32_t request_id, cmd_id, pid;
+    char group[JAIL_COMMAND_GROUP_MAX + 1];
+    char *tag;
+    char **argv, **envp, *cwd; /* for List */
+    int out_fd[3];             /* stdout, stderr, pty master; -1 when none or at EOF */
+    uv_poll_t poll[3];
+    bool polling[3];
+    int stdin_fd; /* the write end of its stdin, -1 when none or closed */
+    bool started, exited, ended, as_root;
+    int32_t exit_code;
+    int signo;
+    char error[256];
+    uint64_t start_ns;
+    unsigned holds; /* attached streams that asked to stop reading (backpressure) */
+    unsigned finish_tries;
+    uv_timer_t finish_timer;
+    struct scmd_chunk *replay, *replay_tail;
+    size_t replay_bytes;
+    struct scmd_attach *attached;
+    unsigned open_handles;
+    struct scmd *next;
+};
+
+/* Starts a command; the listener (may be NULL: a command nobody follows) is attached. */
+struct scmd *scmd_start(struct sbx *sb, const struct jail_command_spec *spec,
+                        const struct scmd_listener *l, void *user, err_t *err);
+/* Attaches a listener to a running command: on_started at once, the replay buffer's output,
+ * then what follows. */
+int scmd_attach(struct scmd *c, const struct scmd_listener *l, void *user, err_t *err);
+void scmd_detach(struct scmd *c, void *user);
+/* Backpressure from one attached stream: hold (stop reading the outputs) or release. */
+void scmd_hold(struct scmd *c, bool hold);
+/* The running command with this pid, or this tag (pid 0); NULL when none. */
+struct scmd *scmd_find(struct sbx *sb, uint32_t pid, const char *tag);
+/* SIGKILL takes its whole tree (its cgroup); another signal goes to its process group. */
+int scmd_signal(struct scmd *c, int signo, err_t *err);
+/* Writes to its stdin (or its pty): all of it, or EAGAIN when the pipe is full. */
+int scmd_input(struct scmd *c, bool to_pty, const uint8_t *data, size_t len, err_t *err);
+int scmd_close_stdin(struct scmd *c, err_t *err);
+int scmd_resize(struct scmd *c, unsigned short rows, unsigned short cols, err_t *err);
+/* The sandbox is gone: every command's listeners get on_end with the reason, all is freed. */
+void scmd_release_all(struct sbx *sb, const char *why);

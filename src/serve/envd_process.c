@@ -1,0 +1,466 @@
+/* envd's process service over Connect JSON (envd_routes.h): Start and Connect as server streams
+ * of a command's events, List, SendInput, SendSignal, CloseStdin and Update as unary calls. The
+ * commands themselves are commands.c's; this file maps requests and events. */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/auth.h"
+#include "api/connect_rpc.h"
+#include "api/envd_process.h"
+#include "serve/commands.h"
+#include "serve/envd_routes.h"
+
+#define ENV_MAX_ENTRIES 1100 /* the defaults, the sandbox's (API_ENV_MAX_ENTRIES), the command's   \
+                              */
+
+struct pcall {
+    struct serve *d;
+    struct http_exchange *x; /* NULL once ended */
+    struct sbx *sb;          /* looked up again once the body is in: it may have gone meanwhile */
+    char sandbox_id[STORE_ID_MAX + 1];
+    char method[32];
+    bool as_root;
+    bool stream; /* a server stream (Start, Connect): its body is one envelope */
+    struct connect_reader reader;
+    char *body;
+    size_t len;
+    struct scmd *cmd; /* the command a stream follows */
+    bool responded, held;
+};
+
+static void pcall_free(struct pcall *p)
+{
+    connect_reader_free(&p->reader);
+    free(p->body);
+    free(p);
+}
+
+/* ---------- answers ---------- */
+
+static void unary_ok(struct pcall *p, const char *json)
+{
+    static const struct http_header h[] = {{"Content-Type", "application/json"}};
+    if (p->x)
+        http_respond(p->x, 200, h, 1, json, strlen(json));
+}
+
+static void unary_error(struct pcall *p, enum connect_code code, const char *message)
+{
+    static const struct http_header h[] = {{"Content-Type", "application/json"}};
+    char *json = connect_error_json(code, message);
+    if (p->x && json)
+        http_respond(p->x, connect_code_http_status(code), h, 1, json, strlen(json));
+    else if (p->x)
+        http_respond_error(p->x, 500, "out of memory");
+    free(json);
+}
+
+static void stream_open(struct pcall *p)
+{
+    static const struct http_header h[] = {{"Content-Type", "application/connect+json"}};
+    if (p->x && !p->responded) {
+        http_respond_start(p->x, 200, h, 1, -1);
+        p->responded = true;
+    }
+}
+
+/* One event frame; true when the client is congested (wait for on_drain). */
+static bool stream_event(struct pcall *p, char *json)
+{
+    if (!json)
+        return false;
+    stream_open(p);
+    uint8_t *frame;
+    size_t n;
+    int rc = 0;
+    if (p->x && connect_envelope(0, json, strlen(json), &frame, &n) == 0) {
+        rc = http_respond_write(p->x, frame, n);
+        free(frame);
+    }
+    free(json);
+    return rc == 1;
+}
+
+static void stream_end(struct pcall *p, const enum connect_code *code, const char *message)
+{
+    stream_open(p);
+    uint8_t *frame;
+    size_t n;
+    if (p->x && connect_end_stream(code, message, &frame, &n) == 0) {
+        http_respond_write(p->x, frame, n);
+        free(frame);
+    }
+    if (p->x)
+        http_respond_end(p->x);
+}
+
+/* ---------- a stream following a command ---------- */
+
+static void on_started(struct scmd *c, void *user)
+{
+    struct pcall *p = user;
+    if (stream_event(p, envd_event_start(c->pid)) && !p->held) {
+        p->held = true;
+        scmd_hold(c, true);
+    }
+}
+
+static void on_output(struct scmd *c, const char *stream, const uint8_t *data, size_t len,
+                      void *user)
+{
+    struct pcall *p = user;
+    if (stream_event(p, envd_event_data(stream, data, len)) && !p->held) {
+        p->held = true;
+        scmd_hold(c, true);
+    }
+}
+
+static void on_end(struct scmd *c, void *user)
+{
+    struct pcall *p = user;
+    p->cmd = NULL; /* detached by commands.c */
+    if (c->exited && !c->error[0]) {
+        stream_event(p, envd_event_end(c->exit_code, c->signo));
+        stream_end(p, NULL, NULL);
+    } else {
+        enum connect_code code = c->started ? CONNECT_UNAVAILABLE : CONNECT_INVALID_ARGUMENT;
+        if (!p->responded) { /* it never started: a unary-looking error in the stream */
+            stream_end(p, &code, c->error[0] ? c->error : "the command could not start");
+        } else {
+            stream_end(p, &code, c->error[0] ? c->error : "the command was lost");
+        }
+    }
+}
+
+static const struct scmd_listener stream_listener = {on_started, on_output, on_end};
+
+static void on_exchange_end(struct http_exchange *x, void *user)
+{
+    struct pcall *p = user;
+    p->x = NULL;
+    if (p->cmd) { /* the client went; the command runs on (a background command) */
+        if (p->held)
+            scmd_hold(p->cmd, false);
+        scmd_detach(p->cmd, p);
+    }
+    pcall_free(p);
+}
+
+static void on_drain(struct http_exchange *x, void *user)
+{
+    struct pcall *p = user;
+    if (p->held && p->cmd) {
+        p->held = false;
+        scmd_hold(p->cmd, false);
+    }
+}
+
+static const struct http_exchange_callbacks pcall_callbacks = {
+    .on_done = on_exchange_end, .on_abort = on_exchange_end, .on_drain = on_drain};
+
+/* ---------- Start ---------- */
+
+/* NAME=VALUE into env (replacing an earlier NAME: later wins, as envd merges them). */
+static void env_put(char **env, size_t *n, char *entry)
+{
+    size_t name_len = strcspn(entry, "=");
+    for (size_t i = 0; i < *n; i++)
+        if (strncmp(env[i], entry, name_len) == 0 && env[i][name_len] == '=') {
+            free(env[i]);
+            env[i] = entry;
+            return;
+        }
+    if (*n < ENV_MAX_ENTRIES)
+        env[(*n)++] = entry;
+    else
+        free(entry);
+}
+
+static char *env_entry(const char *name, const char *value)
+{
+    char *s = NULL;
+    return asprintf(&s, "%s=%s", name, value) < 0 ? NULL : s;
+}
+
+/* The command's environment: envd's defaults, the sandbox's envVars, the request's envs. */
+static char **build_env(struct pcall *p, char **request_env)
+{
+    char **env = calloc(ENV_MAX_ENTRIES + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t n = 0;
+    const char *user = p->as_root ? "root" : JAIL_USER_NAME;
+    env_put(env, &n,
+            env_entry("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+    env_put(env, &n, env_entry("HOME", p->as_root ? "/root" : JAIL_USER_HOME));
+    env_put(env, &n, env_entry("USER", user));
+    env_put(env, &n, env_entry("LOGNAME", user));
+    struct store_sandbox row = {0};
+    err_t err;
+    if (store_sandbox_get(p->d->store, p->sb->id, &row, &err) == 0 && row.env_json) {
+        json_t *o = json_loads(row.env_json, 0, NULL);
+        const char *k;
+        json_t *v;
+        json_object_foreach(o, k, v) if (json_is_string(v))
+            env_put(env, &n, env_entry(k, json_string_value(v)));
+        json_decref(o);
+    }
+    store_sandbox_free_fields(&row);
+    for (size_t i = 0; request_env && request_env[i]; i++)
+        env_put(env, &n, strdup(request_env[i]));
+    for (size_t i = 0; i < n; i++)
+        if (!env[i]) { /* an allocation failed: no half environment */
+            for (size_t k = 0; k < n; k++)
+                free(env[k]);
+            free(env);
+            return NULL;
+        }
+    return env;
+}
+
+static void do_start(struct pcall *p, const char *json)
+{
+    err_t err;
+    struct envd_start s = {0};
+    if (envd_start_parse(json, &s, &err) < 0) {
+        enum connect_code code = CONNECT_INVALID_ARGUMENT;
+        stream_end(p, &code, err.msg);
+        return;
+    }
+    char **env = build_env(p, s.envp);
+    if (!env) {
+        enum connect_code code = CONNECT_RESOURCE_EXHAUSTED;
+        stream_end(p, &code, "out of memory");
+        envd_start_free(&s);
+        return;
+    }
+    struct jail_command_spec spec = {
+        .argv = (const char *const *)s.argv,
+        .envp = (const char *const *)env,
+        .cwd = s.cwd        ? s.cwd
+               : p->as_root ? "/root"
+                            : JAIL_USER_HOME,
+        .tag = s.tag,
+        .as_root = p->as_root,
+        .stdin_pipe = s.stdin_open,
+        .pty = s.pty,
+        .rows = s.rows,
+        .cols = s.cols,
+    };
+    p->cmd = scmd_start(p->sb, &spec, &stream_listener, p, &err);
+    for (size_t i = 0; env[i]; i++)
+        free(env[i]);
+    free(env);
+    envd_start_free(&s);
+    if (!p->cmd) {
+        enum connect_code code = connect_code_from_errno(err.errnum);
+        stream_end(p, &code, err.msg);
+    }
+}
+
+/* ---------- the others ---------- */
+
+static struct scmd *selected(struct pcall *p, const struct envd_selector *sel)
+{
+    struct scmd *c = scmd_find(p->sb, sel->by_tag ? 0 : sel->pid, sel->by_tag ? sel->tag : NULL);
+    if (!c) {
+        char why[160];
+        if (sel->by_tag)
+            snprintf(why, sizeof why, "process with tag %s not found", sel->tag);
+        else
+            snprintf(why, sizeof why, "process with pid %u not found", sel->pid);
+        if (p->stream) {
+            enum connect_code code = CONNECT_NOT_FOUND;
+            stream_end(p, &code, why);
+        } else {
+            unary_error(p, CONNECT_NOT_FOUND, why);
+        }
+    }
+    return c;
+}
+
+static void do_connect(struct pcall *p, const char *json)
+{
+    err_t err;
+    struct envd_selector sel;
+    if (envd_selector_parse(json, &sel, &err) < 0) {
+        enum connect_code code = CONNECT_INVALID_ARGUMENT;
+        stream_end(p, &code, err.msg);
+        return;
+    }
+    struct scmd *c = selected(p, &sel);
+    if (!c)
+        return;
+    p->cmd = c;
+    if (scmd_attach(c, &stream_listener, p, &err) < 0) {
+        p->cmd = NULL;
+        enum connect_code code = CONNECT_RESOURCE_EXHAUSTED;
+        stream_end(p, &code, err.msg);
+    }
+}
+
+static void do_list(struct pcall *p)
+{
+    size_t n = 0;
+    for (struct scmd *c = p->sb->cmds; c; c = c->next)
+        n += c->started && !c->ended;
+    struct envd_process_entry *e = calloc(n + 1, sizeof *e);
+    size_t k = 0;
+    for (struct scmd *c = p->sb->cmds; e && c; c = c->next)
+        if (c->started && !c->ended)
+            e[k++] = (struct envd_process_entry){c->pid, c->tag, (const char *const *)c->argv,
+                                                 (const char *const *)c->envp, c->cwd};
+    char *json = e ? envd_list_reply(e, k) : NULL;
+    if (json)
+        unary_ok(p, json);
+    else
+        unary_error(p, CONNECT_RESOURCE_EXHAUSTED, "out of memory");
+    free(json);
+    free(e);
+}
+
+static void do_unary(struct pcall *p, const char *json)
+{
+    err_t err = {0};
+    struct envd_selector sel;
+    struct scmd *c;
+    int rc = 0;
+    if (strcmp(p->method, "List") == 0) {
+        do_list(p);
+        return;
+    }
+    if (strcmp(p->method, "SendInput") == 0) {
+        bool to_pty;
+        uint8_t *data = NULL;
+        size_t len;
+        if (envd_input_parse(json, &sel, &to_pty, &data, &len, &err) < 0) {
+            unary_error(p, CONNECT_INVALID_ARGUMENT, err.msg);
+            return;
+        }
+        if ((c = selected(p, &sel)))
+            rc = scmd_input(c, to_pty, data, len, &err);
+        free(data);
+        if (!c)
+            return;
+    } else if (strcmp(p->method, "SendSignal") == 0) {
+        int signo;
+        if (envd_signal_parse(json, &sel, &signo, &err) < 0) {
+            unary_error(p, CONNECT_INVALID_ARGUMENT, err.msg);
+            return;
+        }
+        if (!(c = selected(p, &sel)))
+            return;
+        rc = scmd_signal(c, signo, &err);
+    } else if (strcmp(p->method, "CloseStdin") == 0) {
+        if (envd_selector_parse(json, &sel, &err) < 0) {
+            unary_error(p, CONNECT_INVALID_ARGUMENT, err.msg);
+            return;
+        }
+        if (!(c = selected(p, &sel)))
+            return;
+        rc = scmd_close_stdin(c, &err);
+    } else if (strcmp(p->method, "Update") == 0) {
+        unsigned short rows, cols;
+        if (envd_update_parse(json, &sel, &rows, &cols, &err) < 0) {
+            unary_error(p, CONNECT_INVALID_ARGUMENT, err.msg);
+            return;
+        }
+        if (!(c = selected(p, &sel)))
+            return;
+        rc = scmd_resize(c, rows, cols, &err);
+    } else {
+        unary_error(p, CONNECT_UNIMPLEMENTED, "no such method");
+        return;
+    }
+    if (rc < 0)
+        unary_error(p, connect_code_from_errno(err.errnum), err.msg);
+    else
+        unary_ok(p, "{}");
+}
+
+/* ---------- the body ---------- */
+
+static int on_data(struct http_exchange *x, const char *data, size_t len, void *user)
+{
+    struct pcall *p = user;
+    err_t err;
+    if (p->stream) {
+        if (connect_reader_feed(&p->reader, (const uint8_t *)data, len, &err) < 0) {
+            unary_error(p, CONNECT_INVALID_ARGUMENT, err.msg);
+            return -1;
+        }
+        return 0;
+    }
+    if (p->len + len > CONNECT_MAX_REQUEST) {
+        unary_error(p, CONNECT_RESOURCE_EXHAUSTED, "request too large");
+        return -1;
+    }
+    char *grown = realloc(p->body, p->len + len + 1);
+    if (!grown)
+        return -1;
+    memcpy(grown + p->len, data, len);
+    p->len += len;
+    grown[p->len] = '\0';
+    p->body = grown;
+    return 0;
+}
+
+static void on_complete(struct http_exchange *x, void *user)
+{
+    struct pcall *p = user;
+    p->sb = sbx_find(p->d, p->sandbox_id);
+    if (!p->sb || p->sb->killing) {
+        unary_error(p, CONNECT_NOT_FOUND, "the sandbox is gone");
+        return;
+    }
+    if (p->stream) {
+        if (!p->reader.complete) {
+            unary_error(p, CONNECT_INVALID_ARGUMENT, "the request's envelope is incomplete");
+            return;
+        }
+        if (p->sb->state != SANDBOX_RUNNING || p->sb->killing) {
+            enum connect_code code = CONNECT_UNAVAILABLE;
+            stream_end(p, &code, "the sandbox is not running");
+            return;
+        }
+        if (strcmp(p->method, "Start") == 0)
+            do_start(p, p->reader.message);
+        else
+            do_connect(p, p->reader.message);
+        return;
+    }
+    if (p->sb->state != SANDBOX_RUNNING || p->sb->killing) {
+        unary_error(p, CONNECT_UNAVAILABLE, "the sandbox is not running");
+        return;
+    }
+    do_unary(p, p->body ? p->body : "{}");
+}
+
+static const struct http_body_callbacks body_callbacks = {on_data, on_complete};
+
+void envd_process_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                        const struct http_request *req, const char *method)
+{
+    struct pcall *p = calloc(1, sizeof *p);
+    if (!p) {
+        http_respond_error(x, 500, "out of memory");
+        return;
+    }
+    p->d = d;
+    p->x = x;
+    snprintf(p->sandbox_id, sizeof p->sandbox_id, "%s", sb->id);
+    snprintf(p->method, sizeof p->method, "%s", method);
+    p->stream = strcmp(method, "Start") == 0 || strcmp(method, "Connect") == 0;
+    connect_reader_init(&p->reader, CONNECT_MAX_REQUEST);
+    http_exchange_set_callbacks(x, &pcall_callbacks, p);
+    err_t err;
+    if (auth_envd_user(http_request_header(req, "Authorization"), NULL, &p->as_root, &err) < 0) {
+        unary_error(p, CONNECT_UNAUTHENTICATED, err.msg);
+        return;
+    }
+    http_exchange_on_body(x, CONNECT_MAX_REQUEST + CONNECT_ENVELOPE_HEADER, &body_callbacks, p);
+}

@@ -1,0 +1,9 @@
+/* envd's services, one file each: the request is for sb (found by its E2b-Sandbox-Id header,
+ * its access token checked) and names method, the part of the path after the service. */
+#pragma once
+#include "http/http.h"
+#include "serve/sandbox.h"
+
+/* /process.Process/{Start,Connect,List,SendInput,SendSignal,CloseStdin,Update} */
+void envd_process_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                        const struct http_request *req, const char *method);
