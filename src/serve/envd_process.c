@@ -14,8 +14,9 @@
 #include "serve/commands.h"
 #include "serve/envd_routes.h"
 
-#define ENV_MAX_ENTRIES 1100 /* the defaults, the sandbox's (API_ENV_MAX_ENTRIES), the command's   \
-                              */
+#define ENV_MAX_ENTRIES                                                                            \
+    1100 /* the defaults, the sandbox's (API_ENV_MAX_ENTRIES), the command's                       \
+          */
 
 struct pcall {
     struct serve *d;

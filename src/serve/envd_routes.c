@@ -28,5 +28,15 @@ void routes_envd(struct serve *d, struct http_exchange *x, const struct http_req
         envd_process_route(d, sb, x, req, req->path + sizeof process - 1);
         return;
     }
+    static const char filesystem[] = "/filesystem.Filesystem/";
+    if (strncmp(req->path, filesystem, sizeof filesystem - 1) == 0 &&
+        strcmp(req->method, "POST") == 0) {
+        envd_files_rpc_route(d, sb, x, req, req->path + sizeof filesystem - 1);
+        return;
+    }
+    if (strcmp(req->path, "/files") == 0) {
+        envd_files_http_route(d, sb, x, req);
+        return;
+    }
     http_respond_error(x, 501, "%s %s: not implemented yet", req->method, req->path);
 }

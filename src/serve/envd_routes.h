@@ -7,3 +7,10 @@
 /* /process.Process/{Start,Connect,List,SendInput,SendSignal,CloseStdin,Update} */
 void envd_process_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
                         const struct http_request *req, const char *method);
+
+/* /filesystem.Filesystem/{Stat,MakeDir,Remove,ListDir,Move} */
+void envd_files_rpc_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                          const struct http_request *req, const char *method);
+/* GET and POST /files?path=&username= */
+void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                           const struct http_request *req);

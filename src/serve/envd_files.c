@@ -1,0 +1,782 @@
+/* envd's filesystem: the Connect service's unary calls (Stat, MakeDir, Remove, ListDir, Move)
+ * and the plain-HTTP /files download and upload (multipart or raw), each turned into requests
+ * to the sandbox's files workers (src/jail/files.h). A file's bytes go between the HTTP body and
+ * the fd the worker opened inside the sandbox; they never pass through init. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "api/auth.h"
+#include "api/connect_rpc.h"
+#include "api/envd_files.h"
+#include "api/multipart.h"
+#include "api/query.h"
+#include "serve/agent.h"
+#include "serve/envd_routes.h"
+#include "util/strfmt.h"
+
+#define FILES_LIST_MAX   100000 /* entries of one ListDir answer */
+#define FILES_CHUNK      (64u << 10)
+#define FILES_MAX_UPLOAD (1ull << 40)
+#define FILES_MODE       0644
+#define FILES_DIR_MODE   0755
+
+struct fcall;
+
+/* One file of an upload: its open request, then its fd, and what came before the fd did. */
+struct upload_file {
+    struct fcall *f;
+    char path[ENVD_PATH_MAX + 1];
+    uint32_t request_id;
+    int fd;
+    bool opened, ended, failed;
+    char *pending; /* data that arrived before the fd */
+    size_t n_pending;
+    struct proto_file_entry entry; /* strings copied below */
+    char name[ENVD_PATH_MAX + 1], abs[ENVD_PATH_MAX + 1];
+    struct upload_file *next;
+};
+
+struct fcall {
+    struct serve *d;
+    struct http_exchange *x;
+    struct sbx *sb;
+    char sandbox_id[STORE_ID_MAX + 1];
+    bool as_root, rpc, responded;
+    char method[32];
+    char *body;
+    size_t len;
+    /* ListDir's chunks */
+    struct proto_file_entry *entries;
+    char **strings;
+    size_t n_entries, n_strings;
+    /* Move: the destination, stat'ed once moved */
+    char destination[ENVD_PATH_MAX + 1];
+    /* download */
+    int read_fd;
+    uint64_t left;
+    bool waiting_drain;
+    /* upload */
+    struct multipart_reader *mp;
+    struct upload_file *files, *current;
+    bool body_done, paused;
+    char error[512];
+    int error_status;
+};
+
+static void fcall_free(struct fcall *f)
+{
+    if (f->sb && sbx_find(f->d, f->sandbox_id) == f->sb)
+        agent_cancel(f->sb, f);
+    free(f->body);
+    free(f->entries);
+    for (size_t i = 0; i < f->n_strings; i++)
+        free(f->strings[i]);
+    free(f->strings);
+    if (f->read_fd >= 0)
+        close(f->read_fd);
+    multipart_reader_free(f->mp);
+    while (f->files) {
+        struct upload_file *next = f->files->next;
+        if (f->files->fd >= 0)
+            close(f->files->fd);
+        if (f->sb && sbx_find(f->d, f->sandbox_id) == f->sb)
+            agent_cancel(f->sb, f->files);
+        free(f->files->pending);
+        free(f->files);
+        f->files = next;
+    }
+    free(f);
+}
+
+static void on_end(struct http_exchange *x, void *user)
+{
+    struct fcall *f = user;
+    f->x = NULL;
+    fcall_free(f);
+}
+
+/* ---------- answers ---------- */
+
+static void reply_json(struct fcall *f, int status, const char *json)
+{
+    static const struct http_header h[] = {{"Content-Type", "application/json"}};
+    if (f->x && !f->responded) {
+        f->responded = true;
+        http_respond(f->x, status, h, 1, json, strlen(json));
+    }
+}
+
+static int http_status_of(int errnum)
+{
+    switch (errnum) {
+    case ENOENT:
+        return 404;
+    case EACCES:
+    case EPERM:
+        return 403;
+    case EEXIST:
+        return 409;
+    case ENOSPC:
+    case EDQUOT:
+        return 507;
+    case EINVAL:
+    case ENAMETOOLONG:
+    case ENOTDIR:
+    case EISDIR:
+    case ELOOP:
+        return 400;
+    default:
+        return 500;
+    }
+}
+
+/* An error in the shape of the call: Connect's for the RPC, envd's {"code","message"} for /files.
+ */
+static void reply_error(struct fcall *f, int errnum, const char *message)
+{
+    if (!f->x || f->responded)
+        return;
+    if (f->rpc) {
+        enum connect_code code = connect_code_from_errno(errnum);
+        char *json = connect_error_json(code, message);
+        if (json)
+            reply_json(f, connect_code_http_status(code), json);
+        free(json);
+    } else {
+        f->responded = true;
+        http_respond_error(f->x, http_status_of(errnum), "%s", message);
+    }
+}
+
+static void reply_entry(struct fcall *f, const struct proto_file_entry *e)
+{
+    char *json = envd_entry_reply(e);
+    if (json)
+        reply_json(f, 200, json);
+    else
+        reply_error(f, ENOMEM, "out of memory");
+    free(json);
+}
+
+/* ---------- the RPC ---------- */
+
+static void on_stat_reply(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user);
+
+static int send_request(struct fcall *f, const struct proto_file_request *r, void *owner,
+                        agent_fn fn, uint32_t *id_out)
+{
+    err_t err;
+    uint32_t id = agent_next_id(f->sb);
+    if (agent_expect(f->sb, id, fn, owner, &err) < 0 ||
+        jail_files_request(&f->sb->jail, id, r, &err) < 0) {
+        agent_cancel(f->sb, owner);
+        reply_error(f, err.errnum ? err.errnum : EIO, err.msg);
+        return -1;
+    }
+    if (id_out)
+        *id_out = id;
+    return 0;
+}
+
+static bool answer_error(struct fcall *f, struct jail_agent_msg *m, const char *why)
+{
+    if (!m) {
+        reply_error(f, EIO, why);
+        return true;
+    }
+    if (m->type == PROTO_ERROR) {
+        reply_error(f, m->errnum, m->message);
+        return true;
+    }
+    return false;
+}
+
+static void on_stat_reply(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    struct fcall *f = user;
+    if (answer_error(f, m, why))
+        return;
+    if (m->type != PROTO_FILE_INFO) {
+        reply_error(f, EIO, "unexpected answer from the sandbox");
+        return;
+    }
+    reply_entry(f, &m->files.file);
+}
+
+static void on_ok_reply(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    struct fcall *f = user;
+    if (answer_error(f, m, why))
+        return;
+    if (strcmp(f->method, "MakeDir") == 0 && !m->files.created) {
+        reply_error(f, EEXIST, "directory already exists");
+        return;
+    }
+    if (strcmp(f->method, "Move") == 0) { /* its answer is the moved entry */
+        struct proto_file_request r = {
+            .type = PROTO_FILE_STAT, .path = f->destination, .as_root = f->as_root};
+        send_request(f, &r, f, on_stat_reply, NULL);
+        return;
+    }
+    if (strcmp(f->method, "MakeDir") == 0) {
+        struct proto_file_request r = {
+            .type = PROTO_FILE_STAT, .path = f->destination, .as_root = f->as_root};
+        send_request(f, &r, f, on_stat_reply, NULL);
+        return;
+    }
+    reply_json(f, 200, "{}");
+}
+
+static char *keep_string(struct fcall *f, const char *s)
+{
+    char **grown = realloc(f->strings, (f->n_strings + 1) * sizeof *grown);
+    if (!grown)
+        return NULL;
+    f->strings = grown;
+    char *copy = strdup(s ? s : "");
+    if (copy)
+        f->strings[f->n_strings++] = copy;
+    return copy;
+}
+
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(((const struct proto_file_entry *)a)->path,
+                  ((const struct proto_file_entry *)b)->path);
+}
+
+static void on_list_reply(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    struct fcall *f = user;
+    if (answer_error(f, m, why))
+        return;
+    if (m->type != PROTO_FILE_LIST_REPLY) {
+        reply_error(f, EIO, "unexpected answer from the sandbox");
+        return;
+    }
+    if (f->n_entries + m->files.n_entries > FILES_LIST_MAX) {
+        agent_cancel(f->sb, f);
+        reply_error(f, E2BIG, "more than 100000 entries: list with a smaller depth");
+        return;
+    }
+    struct proto_file_entry *grown =
+        realloc(f->entries, (f->n_entries + m->files.n_entries + 1) * sizeof *grown);
+    if (!grown) {
+        agent_cancel(f->sb, f);
+        reply_error(f, ENOMEM, "out of memory");
+        return;
+    }
+    f->entries = grown;
+    for (size_t i = 0; i < m->files.n_entries; i++) {
+        struct proto_file_entry e = m->files.entries[i];
+        e.path = keep_string(f, e.path);
+        e.name = keep_string(f, e.name);
+        e.symlink = keep_string(f, e.symlink);
+        if (!e.path || !e.name || !e.symlink) {
+            agent_cancel(f->sb, f);
+            reply_error(f, ENOMEM, "out of memory");
+            return;
+        }
+        f->entries[f->n_entries++] = e;
+    }
+    if (m->more)
+        return;
+    qsort(f->entries, f->n_entries, sizeof *f->entries, by_path);
+    char *json = envd_list_reply_files(f->entries, f->n_entries);
+    if (json)
+        reply_json(f, 200, json);
+    else
+        reply_error(f, ENOMEM, "out of memory");
+    free(json);
+}
+
+static void rpc_call(struct fcall *f)
+{
+    static const struct {
+        const char *name;
+        enum envd_fs_call call;
+    } calls[] = {{"Stat", ENVD_FS_STAT},
+                 {"MakeDir", ENVD_FS_MAKE_DIR},
+                 {"Remove", ENVD_FS_REMOVE},
+                 {"ListDir", ENVD_FS_LIST_DIR},
+                 {"Move", ENVD_FS_MOVE}};
+    size_t i = 0;
+    while (i < sizeof calls / sizeof *calls && strcmp(calls[i].name, f->method) != 0)
+        i++;
+    if (i == sizeof calls / sizeof *calls) {
+        char *json = connect_error_json(CONNECT_UNIMPLEMENTED, "no such method (yet)");
+        if (json)
+            reply_json(f, 501, json);
+        free(json);
+        return;
+    }
+    err_t err;
+    struct envd_fs_request *q = calloc(1, sizeof *q);
+    char *path = malloc(ENVD_PATH_MAX + 1);
+    if (!q || !path) {
+        reply_error(f, ENOMEM, "out of memory");
+    } else if (envd_fs_request_parse(calls[i].call, f->body ? f->body : "{}", q, &err) < 0 ||
+               envd_path_absolute(q->path, f->as_root, path, &err) < 0 ||
+               (calls[i].call == ENVD_FS_MOVE &&
+                envd_path_absolute(q->destination, f->as_root, f->destination, &err) < 0)) {
+        reply_error(f, EINVAL, err.msg);
+    } else {
+        struct proto_file_request r = {.path = path, .as_root = f->as_root};
+        agent_fn fn = on_ok_reply;
+        switch (calls[i].call) {
+        case ENVD_FS_STAT:
+            r.type = PROTO_FILE_STAT;
+            fn = on_stat_reply;
+            break;
+        case ENVD_FS_MAKE_DIR:
+            r.type = PROTO_FILE_MKDIR;
+            r.has_mode = true;
+            r.mode = FILES_DIR_MODE;
+            snprintf(f->destination, sizeof f->destination, "%s", path);
+            break;
+        case ENVD_FS_REMOVE:
+            r.type = PROTO_FILE_REMOVE;
+            break;
+        case ENVD_FS_LIST_DIR:
+            r.type = PROTO_FILE_LIST;
+            r.depth = q->depth ? q->depth : 1;
+            fn = on_list_reply;
+            break;
+        case ENVD_FS_MOVE:
+            r.type = PROTO_FILE_MOVE;
+            r.to = f->destination;
+            break;
+        default:
+            break;
+        }
+        send_request(f, &r, f, fn, NULL);
+    }
+    free(q);
+    free(path);
+}
+
+/* ---------- download ---------- */
+
+static void download_more(struct fcall *f)
+{
+    static char buf[FILES_CHUNK];
+    while (f->x && f->left > 0) {
+        size_t want = f->left < sizeof buf ? (size_t)f->left : sizeof buf;
+        ssize_t r = read(f->read_fd, buf, want);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) { /* shrunk meanwhile: the answer is cut, and the connection closed */
+            f->left = 0;
+            break;
+        }
+        f->left -= (uint64_t)r;
+        if (http_respond_write(f->x, buf, (size_t)r) == 1 && f->left > 0) {
+            f->waiting_drain = true;
+            return;
+        }
+    }
+    if (f->x)
+        http_respond_end(f->x);
+}
+
+static void on_drain(struct http_exchange *x, void *user)
+{
+    struct fcall *f = user;
+    if (f->waiting_drain) {
+        f->waiting_drain = false;
+        download_more(f);
+    }
+}
+
+static void on_read_opened(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    struct fcall *f = user;
+    if (answer_error(f, m, why))
+        return;
+    if (m->type != PROTO_FILE_OPENED || m->files.fd < 0 || m->files.fd_writable) {
+        reply_error(f, EIO, "unexpected answer from the sandbox");
+        return;
+    }
+    f->read_fd = m->files.fd;
+    m->files.fd = -1;
+    f->left = m->files.file.size;
+    static const struct http_header h[] = {{"Content-Type", "application/octet-stream"}};
+    f->responded = true;
+    if (http_respond_start(f->x, 200, h, 1, (int64_t)f->left) < 0)
+        return;
+    download_more(f);
+}
+
+/* ---------- upload ---------- */
+
+static void upload_answer(struct fcall *f)
+{
+    if (!f->body_done || f->responded)
+        return;
+    for (struct upload_file *u = f->files; u; u = u->next)
+        if (!u->ended || u->fd >= 0)
+            return; /* one still open */
+    if (f->error[0]) {
+        f->responded = true;
+        http_respond_error(f->x, f->error_status, "%s", f->error);
+        return;
+    }
+    size_t total = 3;
+    for (struct upload_file *u = f->files; u; u = u->next)
+        total += strlen(u->abs) + strlen(u->name) + 48;
+    char *json = malloc(total);
+    if (!json) {
+        reply_error(f, ENOMEM, "out of memory");
+        return;
+    }
+    size_t at = 0;
+    json[at++] = '[';
+    for (struct upload_file *u = f->files; u; u = u->next) {
+        json_t *o = json_pack("{s:s,s:s,s:s}", "name", u->name, "type", "file", "path", u->abs);
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        if (!s || at + strlen(s) + 2 > total) {
+            free(s);
+            free(json);
+            reply_error(f, ENOMEM, "out of memory");
+            return;
+        }
+        if (at > 1)
+            json[at++] = ',';
+        memcpy(json + at, s, strlen(s));
+        at += strlen(s);
+        free(s);
+    }
+    json[at++] = ']';
+    json[at] = '\0';
+    reply_json(f, 200, json);
+    free(json);
+}
+
+static void upload_fail(struct fcall *f, int errnum, const char *message)
+{
+    if (!f->error[0]) {
+        strfmt_text_append(f->error, sizeof f->error, "%s", message);
+        f->error_status = http_status_of(errnum);
+    }
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, data, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        data += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static void upload_close(struct upload_file *u)
+{
+    if (u->fd >= 0 && close(u->fd) < 0)
+        upload_fail(u->f, errno, "closing the file");
+    u->fd = -1;
+}
+
+static void maybe_resume(struct fcall *f)
+{
+    for (struct upload_file *u = f->files; u; u = u->next)
+        if (!u->opened && !u->failed)
+            return;
+    if (f->paused && f->x) {
+        f->paused = false;
+        http_exchange_resume_body(f->x);
+    }
+}
+
+static void on_write_opened(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    struct upload_file *u = user;
+    struct fcall *f = u->f;
+    u->opened = true;
+    if (!m || m->type != PROTO_FILE_OPENED || m->files.fd < 0 || !m->files.fd_writable) {
+        u->failed = true;
+        upload_fail(f, m && m->type == PROTO_ERROR ? m->errnum : EIO,
+                    !m                       ? why
+                    : m->type == PROTO_ERROR ? m->message
+                                             : "unexpected answer");
+    } else {
+        u->fd = m->files.fd;
+        m->files.fd = -1;
+        snprintf(u->abs, sizeof u->abs, "%s", m->files.file.path);
+        snprintf(u->name, sizeof u->name, "%s", m->files.file.name);
+        if (u->n_pending && write_all(u->fd, u->pending, u->n_pending) < 0)
+            upload_fail(f, errno, "writing the file");
+        free(u->pending);
+        u->pending = NULL;
+        u->n_pending = 0;
+        if (u->ended)
+            upload_close(u);
+    }
+    maybe_resume(f);
+    upload_answer(f);
+}
+
+static struct upload_file *upload_open(struct fcall *f, const char *path_in)
+{
+    err_t err;
+    struct upload_file *u = calloc(1, sizeof *u);
+    if (!u)
+        return NULL;
+    u->f = f;
+    u->fd = -1;
+    if (envd_path_absolute(path_in, f->as_root, u->path, &err) < 0) {
+        free(u);
+        upload_fail(f, EINVAL, err.msg);
+        return NULL;
+    }
+    struct upload_file **tail = &f->files;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = u;
+    uint32_t uid = f->as_root ? 0 : JAIL_USER_UID, gid = f->as_root ? 0 : JAIL_USER_GID;
+    struct proto_file_request r = {.type = PROTO_FILE_WRITE,
+                                   .path = u->path,
+                                   .as_root = f->as_root,
+                                   .has_owner = true,
+                                   .uid = uid,
+                                   .gid = gid,
+                                   .has_mode = true,
+                                   .mode = FILES_MODE,
+                                   .flags = PROTO_FILE_TRUNCATE | PROTO_FILE_MAKE_PARENTS};
+    u->request_id = agent_next_id(f->sb);
+    if (agent_expect(f->sb, u->request_id, on_write_opened, u, &err) < 0 ||
+        jail_files_request(&f->sb->jail, u->request_id, &r, &err) < 0) {
+        agent_cancel(f->sb, u);
+        u->opened = u->failed = u->ended = true;
+        upload_fail(f, err.errnum, err.msg);
+    }
+    return u;
+}
+
+static int upload_data(struct upload_file *u, const char *data, size_t len)
+{
+    struct fcall *f = u->f;
+    if (u->failed)
+        return 0; /* dropped: the answer says why */
+    if (u->fd >= 0)
+        return write_all(u->fd, data, len) < 0 ? (upload_fail(f, errno, "writing the file"), 0) : 0;
+    /* before the fd: kept, and the body paused until it comes */
+    char *grown = realloc(u->pending, u->n_pending + len);
+    if (!grown) {
+        upload_fail(f, ENOMEM, "out of memory");
+        return -1;
+    }
+    memcpy(grown + u->n_pending, data, len);
+    u->pending = grown;
+    u->n_pending += len;
+    if (!f->paused && f->x) {
+        f->paused = true;
+        http_exchange_pause_body(f->x);
+    }
+    return 0;
+}
+
+static int mp_begin(const struct multipart_part *part, void *ctx, err_t *err)
+{
+    struct fcall *f = ctx;
+    const char *path = f->destination[0] ? f->destination : part->filename;
+    if (!path[0])
+        return err_set(err, EINVAL, "a part without a file name, and no path in the URL");
+    f->current = upload_open(f, path);
+    if (!f->current && !f->error[0])
+        return err_set(err, ENOMEM, "out of memory");
+    return 0;
+}
+
+static int mp_data(const char *data, size_t len, void *ctx, err_t *err)
+{
+    struct fcall *f = ctx;
+    if (f->current && upload_data(f->current, data, len) < 0)
+        return err_set(err, ENOMEM, "out of memory");
+    return 0;
+}
+
+static int mp_end(void *ctx, err_t *err)
+{
+    struct fcall *f = ctx;
+    if (f->current) {
+        f->current->ended = true;
+        if (f->current->fd >= 0)
+            upload_close(f->current);
+    }
+    f->current = NULL;
+    return 0;
+}
+
+static const struct multipart_callbacks mp_callbacks = {mp_begin, mp_data, mp_end};
+
+/* ---------- bodies ---------- */
+
+static int on_data(struct http_exchange *x, const char *data, size_t len, void *user)
+{
+    struct fcall *f = user;
+    err_t err;
+    if (sbx_find(f->d, f->sandbox_id) != f->sb || f->sb->killing)
+        return -1; /* the sandbox went meanwhile */
+    if (f->mp) {
+        if (multipart_reader_feed(f->mp, data, len, &err) < 0) {
+            upload_fail(f, EINVAL, err.msg);
+            return -1;
+        }
+        return 0;
+    }
+    if (f->current) /* a raw upload */
+        return upload_data(f->current, data, len);
+    if (f->len + len > CONNECT_MAX_REQUEST)
+        return -1;
+    char *grown = realloc(f->body, f->len + len + 1);
+    if (!grown)
+        return -1;
+    memcpy(grown + f->len, data, len);
+    f->len += len;
+    grown[f->len] = '\0';
+    f->body = grown;
+    return 0;
+}
+
+static void on_complete(struct http_exchange *x, void *user)
+{
+    struct fcall *f = user;
+    f->sb = sbx_find(f->d, f->sandbox_id);
+    if (!f->sb || f->sb->killing || f->sb->state != SANDBOX_RUNNING) {
+        reply_error(f, ENOENT, "the sandbox is gone or not running");
+        return;
+    }
+    if (f->rpc) {
+        rpc_call(f);
+        return;
+    }
+    err_t err;
+    if (f->mp && multipart_reader_finish(f->mp, &err) < 0)
+        upload_fail(f, EINVAL, err.msg);
+    if (f->current) { /* a raw upload's one file */
+        f->current->ended = true;
+        if (f->current->fd >= 0)
+            upload_close(f->current);
+    }
+    f->body_done = true;
+    if (!f->files && !f->error[0])
+        upload_fail(f, EINVAL, "no file in the upload");
+    if (!f->files) {
+        f->responded = true;
+        http_respond_error(f->x, f->error_status, "%s", f->error);
+        return;
+    }
+    upload_answer(f);
+}
+
+static const struct http_body_callbacks body_callbacks = {on_data, on_complete};
+static const struct http_exchange_callbacks fcall_callbacks = {
+    .on_done = on_end, .on_abort = on_end, .on_drain = on_drain};
+
+static struct fcall *fcall_new(struct serve *d, struct sbx *sb, struct http_exchange *x)
+{
+    struct fcall *f = calloc(1, sizeof *f);
+    if (!f) {
+        http_respond_error(x, 500, "out of memory");
+        return NULL;
+    }
+    f->d = d;
+    f->x = x;
+    f->sb = sb;
+    f->read_fd = -1;
+    snprintf(f->sandbox_id, sizeof f->sandbox_id, "%s", sb->id);
+    http_exchange_set_callbacks(x, &fcall_callbacks, f);
+    return f;
+}
+
+void envd_files_rpc_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                          const struct http_request *req, const char *method)
+{
+    struct fcall *f = fcall_new(d, sb, x);
+    if (!f)
+        return;
+    f->rpc = true;
+    snprintf(f->method, sizeof f->method, "%s", method);
+    err_t err;
+    if (auth_envd_user(http_request_header(req, "Authorization"), NULL, &f->as_root, &err) < 0) {
+        reply_error(f, EACCES, err.msg);
+        return;
+    }
+    http_exchange_on_body(x, CONNECT_MAX_REQUEST, &body_callbacks, f);
+}
+
+void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                           const struct http_request *req)
+{
+    struct fcall *f = fcall_new(d, sb, x);
+    if (!f)
+        return;
+    err_t err;
+    char path[ENVD_PATH_MAX + 1] = "", username[64] = "";
+    if (api_query_get(req->query, "path", path, sizeof path, &err) < 0 ||
+        api_query_get(req->query, "username", username, sizeof username, &err) < 0) {
+        reply_error(f, EINVAL, err.msg);
+        return;
+    }
+    if (auth_envd_user(http_request_header(req, "Authorization"), username[0] ? username : NULL,
+                       &f->as_root, &err) < 0) {
+        reply_error(f, EACCES, err.msg);
+        return;
+    }
+    if (sb->state != SANDBOX_RUNNING) {
+        reply_error(f, ENOENT, "the sandbox is not running");
+        return;
+    }
+    if (strcmp(req->method, "GET") == 0) {
+        char abs[ENVD_PATH_MAX + 1];
+        if (!path[0] || envd_path_absolute(path, f->as_root, abs, &err) < 0) {
+            reply_error(f, EINVAL, path[0] ? err.msg : "a path is needed");
+            return;
+        }
+        struct proto_file_request r = {.type = PROTO_FILE_READ, .path = abs, .as_root = f->as_root};
+        send_request(f, &r, f, on_read_opened, NULL);
+        return;
+    }
+    if (strcmp(req->method, "POST") != 0) {
+        http_respond_error(x, 405, "/files takes GET and POST");
+        return;
+    }
+    snprintf(f->destination, sizeof f->destination, "%s", path);
+    const char *type = http_request_header(req, "Content-Type");
+    if (type && strncasecmp(type, "multipart/", 10) == 0) {
+        char boundary[MULTIPART_BOUNDARY_MAX + 1];
+        if (multipart_boundary(type, boundary, sizeof boundary, &err) < 0 ||
+            !(f->mp = multipart_reader_new(boundary, &mp_callbacks, f, &err))) {
+            reply_error(f, EINVAL, err.msg);
+            return;
+        }
+    } else {
+        if (!path[0]) {
+            reply_error(f, EINVAL, "a raw upload needs ?path=");
+            return;
+        }
+        const char *encoding = http_request_header(req, "Content-Encoding");
+        if (encoding && strcasecmp(encoding, "identity") != 0) {
+            reply_error(f, EINVAL, "Content-Encoding is not supported yet: send it plain");
+            return;
+        }
+        f->current = upload_open(f, path);
+        if (!f->current) {
+            reply_error(f, f->error_status ? EINVAL : ENOMEM, f->error[0] ? f->error : "upload");
+            return;
+        }
+    }
+    http_exchange_on_body(x, FILES_MAX_UPLOAD, &body_callbacks, f);
+}
