@@ -50,7 +50,8 @@ ln -sf /proc/self/fd/1 /dev/stdout
 ln -sf /proc/self/fd/2 /dev/stderr
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm || die "mount /dev/shm"
 # modprobe finds the host's /lib/modules, which holds this kernel's (the package installed it).
-modprobe -a virtio_blk ext4 overlay || die "modprobe virtio_blk ext4 overlay"
+# loop: the disk layers of persistent sandboxes (src/jail/disk_layer.c)
+modprobe -a virtio_blk ext4 overlay loop || die "modprobe virtio_blk ext4 overlay loop"
 for _ in $(seq 50); do [ -b /dev/vda ] && break; sleep 0.1; done
 # A repository under /tmp (a clone made there) would be hidden by the scratch disk: it stays
 # reachable through a bind of the host's /tmp, made first.

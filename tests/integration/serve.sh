@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# hutch serve over plain HTTP (curl): the API key, the control plane, envd's process and file
+# calls, bad input of several kinds, a kill -9 of the daemon and its restart, deadlines, and
+# that nothing is left behind. The SDK's own view is tests/e2e (npm e2b).
+. "$(dirname "$0")/lib.sh"
+
+KEY=test-key-$$-$RANDOM
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+U=http://127.0.0.1:$PORT
+LOG=$(mktemp /tmp/hutch-serve-log.XXXXXX)
+daemon=
+start_daemon() {
+    HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
+    daemon=$!
+    for _ in $(seq 100); do
+        curl -s -o /dev/null "$U/health" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+made=()
+cleanup() {
+    for id in "${made[@]}"; do curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"; done
+    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+    rm -f "$LOG"
+    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
+}
+trap cleanup EXIT
+api() { curl -s -H "X-API-KEY: $KEY" -w '\n%{http_code}' "$@"; } # body, then the status
+status_of() { tail -n1 <<<"$1"; }
+body_of() { sed '$d' <<<"$1"; }
+jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+# envd ID TOKEN METHOD JSON: a Connect server-stream call; prints the frames' JSON, one a line
+envd_stream() {
+    python3 - "$U" "$1" "$2" "$3" "$4" <<'EOF'
+import sys, json, struct, urllib.request
+u, sid, tok, method, body = sys.argv[1:]
+data = body.encode()
+req = urllib.request.Request(u + "/process.Process/" + method, data=b"\0" + struct.pack(">I", len(data)) + data,
+    headers={"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983",
+             "X-Access-Token": tok})
+raw = urllib.request.urlopen(req, timeout=20).read()
+while raw:
+    flags, n = raw[0], struct.unpack(">I", raw[1:5])[0]
+    print(("EOS " if flags & 2 else "") + raw[5:5 + n].decode())
+    raw = raw[5 + n:]
+EOF
+}
+run_in() { envd_stream "$1" "$2" Start "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"$3\"]},\"stdin\":false}"; }
+stdout_of() { python3 -c '
+import sys, json, base64
+out = b""
+for line in sys.stdin:
+    if line.startswith("EOS"): continue
+    e = json.loads(line)["event"]
+    if "data" in e and "stdout" in e["data"]: out += base64.b64decode(e["data"]["stdout"])
+sys.stdout.write(out.decode())'; }
+
+start_daemon && ok "the daemon answers /health" || { not_ok "the daemon answers /health"; cat "$LOG"; done_testing; exit; }
+[ "$(stat -c %a "$HUTCH_STATE_DIR/api-key")" = 600 ] && ok "its first key is in STATE/api-key, mode 0600" ||
+    not_ok "its first key is in STATE/api-key, mode 0600"
+
+# --- the API key ---
+r=$(curl -s -w '\n%{http_code}' "$U/v2/sandboxes")
+is "$(status_of "$r")" 401 "no X-API-KEY: 401"
+r=$(curl -s -w '\n%{http_code}' -H "X-API-KEY: wrong" "$U/v2/sandboxes")
+is "$(status_of "$r")/$(jget "$(body_of "$r")" 'd["code"]')" 401/401 "a wrong key: 401, in E2B's error shape"
+r=$(curl -s -w '\n%{http_code}' -H "X-API-KEY: $(cat "$HUTCH_STATE_DIR/api-key")" "$U/v2/sandboxes")
+is "$(status_of "$r")" 200 "the key from the key file is accepted"
+
+# --- create, get, list ---
+r=$(api -X POST -d '{"templateID":"base","metadata":{"suite":"serve"},"envVars":{"FOO":"bar"},"timeout":120}' "$U/v2/sandboxes")
+is "$(status_of "$r")" 201 "create: 201"
+A=$(jget "$(body_of "$r")" 'd["sandboxID"]')
+TA=$(jget "$(body_of "$r")" 'd["envdAccessToken"]')
+made+=("$A")
+[ -n "$A" ] && [ -n "$TA" ] && ok "create gives an id and an envd token" || not_ok "create gives an id and an envd token"
+r=$(api "$U/sandboxes/$A")
+is "$(jget "$(body_of "$r")" 'd["state"]+" "+d["metadata"]["suite"]')" "running serve" "get: running, with its metadata"
+r=$(api -X POST -d '{"templateID":"code-interpreter-v1","timeout":120}' "$U/sandboxes")
+B=$(jget "$(body_of "$r")" 'd["sandboxID"]')
+TB=$(jget "$(body_of "$r")" 'd["envdAccessToken"]')
+made+=("$B")
+is "$(status_of "$r")" 201 "create through the v1 path, with the code-interpreter alias"
+r=$(api "$U/v2/sandboxes?metadata=suite%3Dserve")
+is "$(jget "$(body_of "$r")" '",".join(s["sandboxID"] for s in d)')" "$A" "list filtered by metadata: only the one that has it"
+r=$(curl -s -D - -o /dev/null -H "X-API-KEY: $KEY" "$U/v2/sandboxes?limit=1")
+next=$(grep -i '^x-next-token:' <<<"$r" | tr -d '\r' | awk '{print $2}')
+r=$(api "$U/v2/sandboxes?limit=1&nextToken=$next")
+is "$next/$(jget "$(body_of "$r")" 'd[0]["sandboxID"]')" "$B/$A" "paging: newest first, the next page after X-Next-Token"
+
+# --- bad input ---
+r=$(api -X POST -d '{"templateID":' "$U/v2/sandboxes")
+is "$(status_of "$r")" 400 "malformed JSON: 400"
+r=$(api -X POST -d '{"templateID":"nope"}' "$U/v2/sandboxes")
+is "$(status_of "$r")" 404 "an unknown template: 404"
+r=$(head -c 3000000 /dev/zero | tr '\0' 'a' | api -X POST --data-binary @- "$U/v2/sandboxes")
+is "$(status_of "$r")" 413 "a 3 MB body: 413"
+r=$(api "$U/sandboxes/doesnotexist")
+is "$(status_of "$r")" 404 "an unknown sandbox: 404"
+r=$(api "$U/sandboxes/..%2f..%2fetc")
+[ "$(status_of "$r")" -ge 400 ] && [ "$(status_of "$r")" -lt 500 ] && ok "an id with dots and slashes: 4xx" || not_ok "an id with dots and slashes: 4xx ($(status_of "$r"))"
+r=$(api -X PUT "$U/sandboxes")
+is "$(status_of "$r")" 405 "a method the path does not take: 405"
+out=$(printf 'GARBAGE\r\n\r\n' | timeout 5 python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.sendall(sys.stdin.buffer.read())
+print(s.recv(100).decode(errors="replace").split("\r\n")[0])' "$PORT")
+like "$out" "^HTTP/1.1 400" "malformed HTTP: 400"
+
+# --- envd: commands ---
+out=$(envd_stream "$A" wrong-token Start '{"process":{"cmd":"/bin/true"}}' 2>&1)
+like "$out" "401" "envd without the sandbox's token: 401"
+out=$(run_in "$A" "$TA" 'echo hi; echo $FOO; id -u; pwd' | stdout_of)
+is "$out" "$(printf 'hi\nbar\n1000\n/home/user')" "a command: its output, the sandbox's env var, as user in the home"
+out=$(run_in "$A" "$TA" 'exit 7')
+like "$out" '"exitCode": *7' "its exit code comes in the end event"
+out=$(envd_stream "$B" "$TB" Start '{"process":{"cmd":"/bin/sh","args":["-c","id -u"]}}' | stdout_of)
+is "$out" 1000 "the second sandbox runs commands too"
+out=$(envd_stream "$B" "$TA" Start '{"process":{"cmd":"/bin/true"}}' 2>&1)
+like "$out" "401" "one sandbox's token does not open another"
+
+# --- envd: files ---
+r=$(curl -s -w '\n%{http_code}' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -H 'Content-Type: application/octet-stream' \
+    --data-binary 'file body' "$U/files?path=/tmp/serve/a.txt")
+is "$(status_of "$r")/$(jget "$(body_of "$r")" 'd[0]["path"]')" "200//tmp/serve/a.txt" "upload: the written file's path"
+r=$(curl -s -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" "$U/files?path=/tmp/serve/a.txt")
+is "$r" "file body" "download: the same bytes"
+r=$(curl -s -w '\n%{http_code}' -H "E2b-Sandbox-Id: $B" -H "X-Access-Token: $TB" "$U/files?path=/tmp/serve/a.txt")
+is "$(status_of "$r")" 404 "the other sandbox does not have it"
+secret=$(head -c 40 /etc/shadow 2>/dev/null)
+for p in /etc/shadow ../../../../etc/shadow /proc/1/root/etc/shadow; do
+    r=$(curl -s -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" --get --data-urlencode "path=$p" "$U/files")
+    case $r in *"$secret"*) not_ok "download of $p does not give the host's file" ;; *) ok "download of $p does not give the host's file" ;; esac
+done
+
+# --- pause, connect, timeout ---
+r=$(api -X POST "$U/sandboxes/$A/pause")
+is "$(status_of "$r")" 204 "pause: 204"
+r=$(api -X POST "$U/sandboxes/$A/pause")
+is "$(status_of "$r")" 409 "pause again: 409"
+is "$(jget "$(body_of "$(api "$U/sandboxes/$A")")" 'd["state"]')" paused "get: paused"
+r=$(api -X POST -d '{"timeout":120}' "$U/sandboxes/$A/connect")
+is "$(status_of "$r")" 201 "connect to the paused one: 201 (resumed)"
+r=$(api -X POST -d '{"timeout":120}' "$U/v2/sandboxes/$A/connect")
+is "$(status_of "$r")" 200 "connect to the running one: 200"
+r=$(api -X POST -d '{"timeout":"x"}' "$U/sandboxes/$A/timeout")
+is "$(status_of "$r")" 400 "a timeout that is not a number: 400"
+
+# --- floods of bad requests leak no fd ---
+fds_before=$(ls /proc/$daemon/fd | wc -l)
+for i in $(seq 100); do
+    curl -s -o /dev/null -X POST -H "X-API-KEY: $KEY" -d '{bad' "$U/v2/sandboxes"
+    curl -s -o /dev/null "$U/sandboxes/x$i"
+done
+sleep 0.3
+fds_after=$(ls /proc/$daemon/fd | wc -l)
+is "$fds_after" "$fds_before" "200 bad requests later the daemon holds as many fds as before ($fds_before)"
+
+# --- kill -9 of the daemon, restart ---
+run_in "$A" "$TA" 'echo persisted > /home/user/state.txt' >/dev/null
+kill -9 "$daemon"
+wait "$daemon" 2>/dev/null
+start_daemon && ok "the daemon restarts after kill -9" || not_ok "the daemon restarts after kill -9"
+like "$(tail -n1 "$LOG")" "2 sandboxes reopened" "... and reopens both sandboxes"
+is "$(jget "$(body_of "$(api "$U/sandboxes/$A")")" 'd["state"]')" running "the first is running after the restart"
+out=$(run_in "$A" "$TA" 'cat /home/user/state.txt' | stdout_of)
+is "$out" persisted "its files and a new command work after the restart"
+
+# --- deadline, kill, nothing left ---
+r=$(api -X POST -d '{"templateID":"base","timeout":1}' "$U/v2/sandboxes")
+C=$(jget "$(body_of "$r")" 'd["sandboxID"]')
+made+=("$C")
+sleep 2.5
+is "$(status_of "$(api "$U/sandboxes/$C")")" 404 "a sandbox past its deadline is gone"
+for id in "$A" "$B"; do
+    is "$(status_of "$(api -X DELETE "$U/sandboxes/$id")")" 204 "kill: 204"
+done
+is "$(status_of "$(api -X DELETE "$U/sandboxes/$A")")" 404 "kill again: 404"
+left=$(for d in /sys/fs/cgroup/*/hutch/{$A,$B,$C} /sys/fs/cgroup/hutch/{$A,$B,$C}; do [ -d "$d" ] && echo "$d"; done)
+is "$left" "" "no cgroup of theirs is left"
+is "$(ls "$HUTCH_RUN_DIR" | grep -v '^hutch\.sock$' | grep -c -e '\.sock$' -e '\.sandbox$')" "0" "no record or init socket is left"
+kill "$daemon"
+wait "$daemon"
+is "$?" 0 "SIGTERM stops the daemon cleanly"
+daemon=
+grep -q "ERROR: AddressSanitizer\|runtime error" "$LOG" && { not_ok "the sanitizers found nothing in the daemon"; cat "$LOG"; } ||
+    ok "the sanitizers found nothing in the daemon"
+made=()
+done_testing
