@@ -15,6 +15,7 @@ packages=(
     nftables         # `hutch doctor` checks it; egress rules for sandboxes will use it
     # what sandboxes run, and what the tests drive
     python3 nodejs bash coreutils procps iproute2 util-linux bsdutils
+    curl git ncurses-bin # in every sandbox, as in E2B's base template; curl also drives the tests
     jq strace        # the tests: fields of --json output (lib.sh), kill points held in setup
     # baseline for the benchmark
     bubblewrap
