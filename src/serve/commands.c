@@ -325,7 +325,8 @@ static void on_spawn_reply(struct sbx *sb, struct jail_agent_msg *m, const char 
     char detail[128];
     snprintf(detail, sizeof detail, "{\"pid\":%u,\"root\":%s}", c->pid,
              c->as_root ? "true" : "false");
-    store_event_add(sb->d->store, sb->id, "command_started", detail, &err);
+    if (!c->adopted)
+        store_event_add(sb->d->store, sb->id, "command_started", detail, &err);
     for (struct scmd_attach *a = c->attached; a; a = a->next)
         if (a->l && a->l->on_started)
             a->l->on_started(c, a->user);
@@ -474,5 +475,87 @@ void scmd_release_all(struct sbx *sb, const char *why)
             notify_end(c);
         }
         scmd_free(c);
+    }
+}
+
+/* ---------- after a restart ---------- */
+
+static const char *const unknown_argv[] = {"", NULL};
+static const char *const no_env[] = {NULL};
+
+/* One that ended while no daemon was there: its end logged, its group and init's record gone. */
+static void forget_ended(struct sbx *sb, const struct proto_command *e)
+{
+    struct verdict_facts facts = {0};
+    struct verdict_usage usage = {0};
+    err_t err;
+    char detail[256];
+    if (e->cgroup && strlen(e->cgroup) <= JAIL_COMMAND_GROUP_MAX)
+        jail_command_finish(&sb->jail, e->cgroup, e, &facts, &usage, &err);
+    snprintf(detail, sizeof detail,
+             "{\"pid\":%u,\"exitCode\":%d,\"signal\":%u,\"whileDaemonDown\":true}", e->pid,
+             (int)e->exit_code, e->signal);
+    store_event_add(sb->d->store, sb->id, "command_ended", detail, &err);
+    jail_agent_request(&sb->jail, PROTO_FORGET, agent_next_id(sb), e->cmd_id, 0, false, &err);
+}
+
+static void adopt(struct sbx *sb, const struct proto_command *e)
+{
+    err_t err;
+    if (!e->cgroup || strlen(e->cgroup) > JAIL_COMMAND_GROUP_MAX)
+        return;
+    struct scmd *c = calloc(1, sizeof *c);
+    if (!c)
+        return;
+    c->sb = sb;
+    c->out_fd[0] = c->out_fd[1] = c->out_fd[2] = c->stdin_fd = -1;
+    c->adopted = true;
+    c->argv = copy_list(unknown_argv); /* what it runs is init's to know, not told by LIST */
+    c->envp = copy_list(no_env);
+    c->tag = e->tag && e->tag[0] ? strdup(e->tag) : NULL;
+    snprintf(c->group, sizeof c->group, "%s", e->cgroup);
+    c->start_ns = jail_now_ns();
+    uv_timer_init(sb->d->loop, &c->finish_timer);
+    c->finish_timer.data = c;
+    c->open_handles = 1;
+    c->next = sb->cmds;
+    sb->cmds = c;
+    if (!c->argv || !c->envp) {
+        scmd_free(c);
+        return;
+    }
+    c->request_id = agent_next_id(sb);
+    if (agent_expect(sb, c->request_id, on_spawn_reply, c, &err) < 0 ||
+        jail_agent_request(&sb->jail, PROTO_ATTACH, c->request_id, e->cmd_id, 0, false, &err) < 0) {
+        agent_cancel(sb, c);
+        scmd_free(c);
+    }
+}
+
+static void on_adopt_list(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    if (!m || m->type != PROTO_LIST_REPLY) {
+        fprintf(stderr, "hutch serve: %s: its commands: %s\n", sb->id,
+                !m                       ? why
+                : m->type == PROTO_ERROR ? m->message
+                                         : "unexpected answer");
+        return;
+    }
+    for (size_t i = 0; i < m->n_entries; i++) {
+        if (m->entries[i].running)
+            adopt(sb, &m->entries[i]);
+        else
+            forget_ended(sb, &m->entries[i]);
+    }
+}
+
+void scmd_adopt_all(struct sbx *sb)
+{
+    err_t err;
+    uint32_t id = agent_next_id(sb);
+    if (agent_expect(sb, id, on_adopt_list, sb, &err) < 0 ||
+        jail_agent_request(&sb->jail, PROTO_LIST, id, 0, 0, false, &err) < 0) {
+        agent_cancel(sb, sb);
+        fprintf(stderr, "hutch serve: %s: its commands: %s\n", sb->id, err.msg);
     }
 }

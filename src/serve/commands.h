@@ -39,7 +39,7 @@ struct scmd {
     uv_poll_t poll[3];
     bool polling[3];
     int stdin_fd; /* the write end of its stdin, -1 when none or closed */
-    bool started, exited, ended, as_root;
+    bool started, exited, ended, as_root, adopted;
     int32_t exit_code;
     int signo;
     char error[256];
@@ -71,5 +71,8 @@ int scmd_signal(struct scmd *c, int signo, err_t *err);
 int scmd_input(struct scmd *c, bool to_pty, const uint8_t *data, size_t len, err_t *err);
 int scmd_close_stdin(struct scmd *c, err_t *err);
 int scmd_resize(struct scmd *c, unsigned short rows, unsigned short cols, err_t *err);
+/* After a restart: init's running commands attached again (LIST, then ATTACH: their ends come
+ * again, and what they wrote meanwhile waits in the pipes), the ended ones logged and forgotten. */
+void scmd_adopt_all(struct sbx *sb);
 /* The sandbox is gone: every command's listeners get on_end with the reason, all is freed. */
 void scmd_release_all(struct sbx *sb, const char *why);

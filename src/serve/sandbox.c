@@ -470,6 +470,10 @@ int sbx_resume(struct sbx *sb, err_t *err)
                                  SANDBOX_RUNNING, NULL, "resumed", NULL, err) < 0)
         return -1;
     sb->state = SANDBOX_RUNNING;
+    if (sb->adopt_on_resume) {
+        sb->adopt_on_resume = false;
+        scmd_adopt_all(sb);
+    }
     arm_deadline(sb);
     return 0;
 }
@@ -553,8 +557,13 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
     bool frozen = false;
     if (jail_frozen(&sb->jail, &frozen, &err) == 0 && frozen != (r->state == SANDBOX_PAUSED))
         jail_freeze_start(&sb->jail, r->state == SANDBOX_PAUSED, &err); /* as the row says */
-    if (sb->jail.control_fd >= 0)
+    if (sb->jail.control_fd >= 0) {
         agent_attach(sb);
+        if (r->state == SANDBOX_RUNNING)
+            scmd_adopt_all(sb);
+        else
+            sb->adopt_on_resume = true;
+    }
     arm_deadline(sb); /* one past due fires at once */
     return true;
 }

@@ -43,6 +43,7 @@ struct sbx {
     uv_timer_t step_timer; /* setup deadline, cgroup removal retries, freeze polling */
     unsigned open_handles;
     bool ctl_polling, pidfd_polling, killing, gone;
+    bool adopt_on_resume; /* reopened paused: its commands are attached once it runs */
     unsigned step_count;                   /* removal retries, freeze polls */
     char end_reason[STORE_REASON_MAX + 1]; /* why it is being killed */
     /* the one lifecycle step in progress and who waits for it */
