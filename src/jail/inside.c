@@ -233,6 +233,11 @@ static pid_t start_payload(const struct jail_spec *spec, int ctl, int output_fd)
 void jail_child_main(const struct jail_spec *spec, int ctl)
 {
     keep_only_sandbox_fds(spec, ctl);
+    /* The namespaces clone3 left to us (clone_into_namespaces says why), before
+     * shares_set_limits allows no more of them. The capabilities to make them are the ones the
+     * new user namespace gave us. */
+    if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
+        control_die(ctl, errno, "unshare mount, network, IPC and UTS namespaces");
     reset_signals();
     proctitle_set("hutch-init");
     /* While the parent writes the id maps, which takes it most of a millisecond: these steps

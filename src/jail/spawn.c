@@ -130,8 +130,9 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
         return err_wrap(err, "sandbox spec");
     if (!spec->argv) {
         if (spec->listen_fd < 3 || spec->die_with_parent)
-            return err_set(err, EINVAL, "sandbox spec: a sandbox with no command needs a "
-                                        "listening socket and must outlive its creator");
+            return err_set(err, EINVAL,
+                           "sandbox spec: a sandbox with no command needs a "
+                           "listening socket and must outlive its creator");
     } else if (!spec->argv[0] || !spec->argv[0][0]) {
         return err_set(err, EINVAL, "sandbox spec: empty command");
     }
@@ -277,13 +278,17 @@ static void owner_leave(const struct owner_switch *sw)
         prctl(PR_SET_DUMPABLE, sw->dumpable, 0, 0, 0);
 }
 
-/* The child's exit signal is SIGCHLD, whatever clone3 says: exec resets it. */
+/* The child's exit signal is SIGCHLD, whatever clone3 says: exec resets it. Only the user and
+ * pid namespaces are made here (the child must be the new pid namespace's init); the child makes
+ * its mount, network, IPC and UTS namespaces itself as its first step (jail_child_main). Made
+ * here, they cost the caller's clone3 the kernel's locks that every dying sandbox also takes
+ * (namespace_sem for a mount namespace's copy, rtnl for a network namespace's loopback): in a
+ * loaded guest that was over a second of the caller's loop. */
 static pid_t clone_into_namespaces(struct jail *jail, uid_t owner, int *pidfd, err_t *err)
 {
     struct clone_args args;
     memset(&args, 0, sizeof args);
-    args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-                 CLONE_NEWUTS | CLONE_PIDFD;
+    args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_PIDFD;
     args.pidfd = (uint64_t)(uintptr_t)pidfd;
     args.exit_signal = SIGCHLD;
     cleanup_fd int cgfd = -1;
@@ -501,9 +506,8 @@ int jail_start(const struct jail_spec *spec, struct jail *out, err_t *err)
     while ((rc = jail_start_complete(out, err)) == 1) {
         /* The deadline is absolute: a signal that interrupts the poll does not restart it. */
         uint64_t now = jail_now_ns();
-        int left_ms = out->setup_deadline_ns > now
-                          ? (int)((out->setup_deadline_ns - now) / 1000000u) + 1
-                          : 0;
+        int left_ms =
+            out->setup_deadline_ns > now ? (int)((out->setup_deadline_ns - now) / 1000000u) + 1 : 0;
         struct pollfd pfd = {.fd = out->control_fd, .events = POLLIN};
         poll(&pfd, 1, left_ms);
     }
