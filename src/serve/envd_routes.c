@@ -1,24 +1,102 @@
 /* envd's services as a sandbox's own envd would serve them (routes.h): the request names its
- * sandbox in E2b-Sandbox-Id and must carry that sandbox's access token (X-Access-Token). */
+ * sandbox in E2b-Sandbox-Id and must carry that sandbox's access token (X-Access-Token).
+ *
+ * What E2B's proxy answers in front of envd is kept: an unknown, killed or paused sandbox is a
+ * 502 with the sandbox's id (the SDK's isRunning() reads 502 as "not running", its other calls
+ * as a timeout); a paused sandbox with autoResume is resumed by the request instead. A missing or
+ * wrong token is envd's own 401: Connect's unauthenticated on its RPC paths. */
+#include <jansson.h>
 #include <string.h>
 
 #include "api/auth.h"
+#include "api/connect_rpc.h"
+#include "api/control_json.h"
 #include "serve/envd_routes.h"
 #include "serve/routes.h"
 #include "serve/sandbox.h"
 
-void routes_envd(struct serve *d, struct http_exchange *x, const struct http_request *req)
+static void respond_unreachable(struct http_exchange *x, const char *id, const char *why)
+{
+    json_t *j = json_pack("{s:i,s:s,s:s}", "code", 502, "message", why, "sandboxId", id);
+    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!body) {
+        http_respond_error(x, 502, "%s", why);
+        return;
+    }
+    static const struct http_header type[] = {{"Content-Type", "application/json"}};
+    http_respond(x, 502, type, 1, body, strlen(body));
+    free(body);
+}
+
+static bool is_rpc(const char *path)
+{
+    return strncmp(path, "/process.Process/", 17) == 0 ||
+           strncmp(path, "/filesystem.Filesystem/", 23) == 0;
+}
+
+static void respond_unauthenticated(struct http_exchange *x, const struct http_request *req,
+                                    const char *id)
+{
+    if (!is_rpc(req->path)) {
+        http_respond_error(x, 401, "sandbox %s: missing or wrong X-Access-Token", id);
+        return;
+    }
+    char *body = connect_error_json(CONNECT_UNAUTHENTICATED, "missing or wrong X-Access-Token");
+    if (!body) {
+        http_respond_error(x, 401, "sandbox %s: missing or wrong X-Access-Token", id);
+        return;
+    }
+    static const struct http_header type[] = {{"Content-Type", "application/json"}};
+    http_respond(x, connect_code_http_status(CONNECT_UNAUTHENTICATED), type, 1, body, strlen(body));
+    free(body);
+}
+
+/* The sandbox the request may reach, or NULL once it was answered. */
+static struct sbx *reachable(struct serve *d, struct http_exchange *x,
+                             const struct http_request *req)
 {
     const char *id = http_request_header(req, "E2b-Sandbox-Id");
-    struct sbx *sb = id ? sbx_find(d, id) : NULL;
-    if (!sb || sb->killing) {
-        http_respond_error(x, 404, "sandbox %s not found", id ? id : "");
-        return;
+    if (!id || !id[0]) {
+        http_respond_error(x, 400, "envd request without an E2b-Sandbox-Id header");
+        return NULL;
+    }
+    struct sbx *sb = sbx_find(d, id);
+    if (!sb || sb->killing || sb->gone) {
+        respond_unreachable(x, id,
+                            "The sandbox was not found: it was killed, reached its "
+                            "timeout or never existed");
+        return NULL;
     }
     if (!auth_token_equal(http_request_header(req, "X-Access-Token"), sb->envd_token)) {
-        http_respond_error(x, 401, "sandbox %s: missing or wrong X-Access-Token", sb->id);
-        return;
+        respond_unauthenticated(x, req, sb->id);
+        return NULL;
     }
+    if (sb->state == SANDBOX_PAUSED && sb->auto_resume) {
+        err_t err;
+        int64_t at_least = sbx_wall_ms() + API_TIMEOUT_DEFAULT_S * 1000; /* E2B's default */
+        if (sbx_resume(sb, &err) < 0 ||
+            (sb->deadline_ms < at_least && sbx_set_deadline(sb, at_least, &err) < 0)) {
+            http_respond_error(x, 500, "sandbox %s: resuming it: %s", sb->id, err.msg);
+            return NULL;
+        }
+    }
+    if (sb->state != SANDBOX_RUNNING) {
+        respond_unreachable(x, sb->id,
+                            sb->state == SANDBOX_PAUSED
+                                ? "The sandbox is paused: connect to it (or create it with "
+                                  "autoResume) to resume it"
+                                : "The sandbox is not running yet");
+        return NULL;
+    }
+    return sb;
+}
+
+void routes_envd(struct serve *d, struct http_exchange *x, const struct http_request *req)
+{
+    struct sbx *sb = reachable(d, x, req);
+    if (!sb)
+        return;
     if (strcmp(req->path, "/health") == 0) {
         http_respond(x, 204, NULL, 0, NULL, 0);
         return;

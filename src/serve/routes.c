@@ -373,8 +373,12 @@ static void handle_connect(struct call *c)
         http_respond_error(c->x, 409, "sandbox %s is %s", sb->id, sandbox_state_name(sb->state));
         return;
     }
-    /* connect sets the timeout from now, as E2B does; without one the deadline stays */
-    if (ac.has_timeout && sbx_set_deadline(sb, sbx_wall_ms() + ac.timeout_s * 1000, &err) < 0) {
+    /* connect's timeout counts from now and only ever extends the deadline, as E2B's does;
+     * without one the deadline stays */
+    int64_t until = ac.has_timeout  ? sbx_wall_ms() + ac.timeout_s * 1000
+                    : status == 201 ? sbx_wall_ms() + API_TIMEOUT_DEFAULT_S * 1000
+                                    : 0; /* resumed without one: E2B's default from now */
+    if (until > sb->deadline_ms && sbx_set_deadline(sb, until, &err) < 0) {
         respond_err(c, 500, &err);
         return;
     }

@@ -391,6 +391,7 @@ int sbx_create(struct serve *d, const struct store_sandbox *row, sbx_done_fn don
     }
     sb->state = SANDBOX_CREATING;
     sb->auto_pause = row->auto_pause;
+    sb->auto_resume = row->auto_resume;
     sb->deadline_ms = row->deadline_ms;
     snprintf(sb->envd_token, sizeof sb->envd_token, "%s", row->envd_token);
     if (start(sb, row, err) < 0) {
@@ -483,7 +484,7 @@ int sbx_resume(struct sbx *sb, err_t *err)
 struct live_row {
     char id[STORE_ID_MAX + 1];
     enum sandbox_state state;
-    bool auto_pause;
+    bool auto_pause, auto_resume;
     int64_t deadline_ms;
     char envd_token[STORE_TOKEN_MAX + 1];
 };
@@ -508,6 +509,7 @@ static void collect_row(const struct store_sandbox *row, void *ctx)
     snprintf(r->id, sizeof r->id, "%s", row->id);
     r->state = row->state;
     r->auto_pause = row->auto_pause;
+    r->auto_resume = row->auto_resume;
     r->deadline_ms = row->deadline_ms;
     snprintf(r->envd_token, sizeof r->envd_token, "%s", row->envd_token);
 }
@@ -548,6 +550,7 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
     sb->have_jail = true;
     sb->state = r->state;
     sb->auto_pause = r->auto_pause;
+    sb->auto_resume = r->auto_resume;
     sb->deadline_ms = r->deadline_ms;
     snprintf(sb->envd_token, sizeof sb->envd_token, "%s", r->envd_token);
     if (r->state == SANDBOX_CREATING) { /* half made: what began is killed */

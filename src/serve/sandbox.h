@@ -32,6 +32,7 @@ struct sbx {
     char id[STORE_ID_MAX + 1];
     enum sandbox_state state;
     bool auto_pause;
+    bool auto_resume; /* its next envd request resumes it when paused */
     int64_t deadline_ms;
     char envd_token[STORE_TOKEN_MAX + 1];
     struct jail jail;

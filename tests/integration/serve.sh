@@ -33,13 +33,17 @@ jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.
 # envd ID TOKEN METHOD JSON: a Connect server-stream call; prints the frames' JSON, one a line
 envd_stream() {
     python3 - "$U" "$1" "$2" "$3" "$4" <<'EOF'
-import sys, json, struct, urllib.request
+import sys, json, struct, urllib.request, urllib.error
 u, sid, tok, method, body = sys.argv[1:]
 data = body.encode()
 req = urllib.request.Request(u + "/process.Process/" + method, data=b"\0" + struct.pack(">I", len(data)) + data,
     headers={"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983",
              "X-Access-Token": tok})
-raw = urllib.request.urlopen(req, timeout=20).read()
+try:
+    raw = urllib.request.urlopen(req, timeout=20).read()
+except urllib.error.HTTPError as e:  # the status and the body, for the checks of refusals
+    print("HTTP", e.code, e.read().decode(errors="replace"))
+    sys.exit(1)
 while raw:
     flags, n = raw[0], struct.unpack(">I", raw[1:5])[0]
     print(("EOS " if flags & 2 else "") + raw[5:5 + n].decode())
@@ -140,10 +144,32 @@ is "$(status_of "$r")" 204 "pause: 204"
 r=$(api -X POST "$U/sandboxes/$A/pause")
 is "$(status_of "$r")" 409 "pause again: 409"
 is "$(jget "$(body_of "$(api "$U/sandboxes/$A")")" 'd["state"]')" paused "get: paused"
+r=$(curl -s -w '\n%{http_code}' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" "$U/health")
+is "$(status_of "$r")/$(jget "$(body_of "$r")" 'd["code"],d["sandboxId"]')" "502/(502, '$A')" \
+    "envd of a paused sandbox: 502 with its id, as E2B's proxy answers (the SDK's isRunning: false)"
+out=$(run_in "$A" "$TA" 'echo woke' 2>&1)
+like "$out" "502" "a command on a paused sandbox without autoResume: 502, it stays paused"
 r=$(api -X POST -d '{"timeout":120}' "$U/sandboxes/$A/connect")
 is "$(status_of "$r")" 201 "connect to the paused one: 201 (resumed)"
 r=$(api -X POST -d '{"timeout":120}' "$U/v2/sandboxes/$A/connect")
 is "$(status_of "$r")" 200 "connect to the running one: 200"
+end_before=$(jget "$(body_of "$(api "$U/sandboxes/$A")")" 'd["endAt"]')
+r=$(api -X POST -d '{"timeout":5}' "$U/sandboxes/$A/connect")
+is "$(status_of "$r")/$(jget "$(body_of "$(api "$U/sandboxes/$A")")" 'd["endAt"]')" "200/$end_before" \
+    "connect with a shorter timeout does not shorten the deadline"
+r=$(api -X POST -d '{"templateID":"base","timeout":120,"autoResume":{"enabled":true}}' "$U/v2/sandboxes")
+D=$(jget "$(body_of "$r")" 'd["sandboxID"]')
+TD=$(jget "$(body_of "$r")" 'd["envdAccessToken"]')
+made+=("$D")
+is "$(status_of "$(api -X POST "$U/sandboxes/$D/pause")")" 204 "autoResume: pause"
+out=$(run_in "$D" "$TD" 'echo woke' | stdout_of)
+is "$out/$(jget "$(body_of "$(api "$U/sandboxes/$D")")" 'd["state"]')" woke/running \
+    "autoResume: a command on the paused sandbox resumes it and runs"
+out=$(run_in "$D" wrong-token 'echo no' 2>&1)
+like "$out" '"code": *"unauthenticated"' "envd RPC with a wrong token: Connect's unauthenticated"
+is "$(status_of "$(api -X DELETE "$U/sandboxes/$D")")" 204 "autoResume sandbox killed"
+r=$(curl -s -w '\n%{http_code}' -H "E2b-Sandbox-Id: $D" -H "X-Access-Token: $TD" "$U/health")
+is "$(status_of "$r")" 502 "envd of a killed sandbox: 502"
 r=$(api -X POST -d '{"timeout":"x"}' "$U/sandboxes/$A/timeout")
 is "$(status_of "$r")" 400 "a timeout that is not a number: 400"
 
