@@ -179,6 +179,7 @@ static void maybe_end(struct scmd *c)
     if (c->ended || !c->exited || c->out_fd[0] >= 0 || c->out_fd[1] >= 0 || c->out_fd[2] >= 0)
         return;
     c->ended = true;
+    uv_timer_stop(&c->finish_timer); /* its lifetime */
     /* init's record of it, and its copies of the ends, go */
     err_t err;
     if (!c->error[0] && !c->sb->killing &&
@@ -331,6 +332,34 @@ static void on_spawn_reply(struct sbx *sb, struct jail_agent_msg *m, const char 
         if (a->l && a->l->on_started)
             a->l->on_started(c, a->user);
     set_reading(c, c->holds == 0);
+    scmd_set_lifetime(c, c->lifetime_ms);
+}
+
+/* ---------- lifetime ---------- */
+
+static void lifetime_over(uv_timer_t *t)
+{
+    struct scmd *c = t->data;
+    err_t err;
+    if (c->exited || c->ended)
+        return;
+    if (jail_command_kill_tree(&c->sb->jail, c->group, &err) < 0)
+        fprintf(stderr, "hutch serve: %s: command %u past its timeout: %s\n", c->sb->id, c->pid,
+                err.msg);
+}
+
+void scmd_set_lifetime(struct scmd *c, uint64_t lifetime_ms)
+{
+    c->lifetime_ms = lifetime_ms;
+    if (!c->started || c->exited || c->ended) /* armed when it starts */
+        return;
+    if (!lifetime_ms) {
+        uv_timer_stop(&c->finish_timer);
+        return;
+    }
+    uint64_t ran_ms = (jail_now_ns() - c->start_ns) / 1000000u;
+    uv_timer_start(&c->finish_timer, lifetime_over, lifetime_ms > ran_ms ? lifetime_ms - ran_ms : 0,
+                   0);
 }
 
 struct scmd *scmd_start(struct sbx *sb, const struct jail_command_spec *spec,

@@ -46,7 +46,8 @@ struct scmd {
     uint64_t start_ns;
     unsigned holds; /* attached streams that asked to stop reading (backpressure) */
     unsigned finish_tries;
-    uv_timer_t finish_timer;
+    uv_timer_t finish_timer; /* its lifetime while it runs; the group's removal retries after */
+    uint64_t lifetime_ms;    /* 0: none */
     struct scmd_chunk *replay, *replay_tail;
     size_t replay_bytes;
     struct scmd_attach *attached;
@@ -65,6 +66,9 @@ void scmd_detach(struct scmd *c, void *user);
 void scmd_hold(struct scmd *c, bool hold);
 /* The running command with this pid, or this tag (pid 0); NULL when none. */
 struct scmd *scmd_find(struct sbx *sb, uint32_t pid, const char *tag);
+/* Kills its whole tree lifetime_ms after it started (envd's Connect-Timeout-Ms on Start);
+ * 0 leaves it to run. */
+void scmd_set_lifetime(struct scmd *c, uint64_t lifetime_ms);
 /* SIGKILL takes its whole tree (its cgroup); another signal goes to its process group. */
 int scmd_signal(struct scmd *c, int signo, err_t *err);
 /* Writes to its stdin (or its pty): all of it, or EAGAIN when the pipe is full. */

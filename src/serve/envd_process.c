@@ -14,6 +14,11 @@
 #include "serve/commands.h"
 #include "serve/envd_routes.h"
 
+/* Keepalive frames on a stream every this many seconds unless the client asks otherwise
+ * (Keepalive-Ping-Interval; the SDK asks 50), within these bounds. */
+#define KEEPALIVE_DEFAULT_S 90
+#define KEEPALIVE_MAX_S     3600
+
 #define ENV_MAX_ENTRIES                                                                            \
     1100 /* the defaults, the sandbox's (API_ENV_MAX_ENTRIES), the command's                       \
           */
@@ -31,13 +36,28 @@ struct pcall {
     size_t len;
     struct scmd *cmd; /* the command a stream follows */
     bool responded, held;
+    /* a stream's keepalives and (Connect) its deadline: one timer for both */
+    uv_timer_t timer;
+    bool timer_open;
+    uint64_t keepalive_ms;
+    uint64_t timeout_ms;  /* Connect-Timeout-Ms; 0: none */
+    uint64_t deadline_ms; /* uv_now of a Connect stream's end; 0: none */
+    uint64_t next_keepalive_ms;
 };
+
+static void pcall_freed(uv_handle_t *h)
+{
+    free(h->data);
+}
 
 static void pcall_free(struct pcall *p)
 {
     connect_reader_free(&p->reader);
     free(p->body);
-    free(p);
+    if (p->timer_open)
+        uv_close((uv_handle_t *)&p->timer, pcall_freed);
+    else
+        free(p);
 }
 
 /* ---------- answers ---------- */
@@ -97,6 +117,75 @@ static void stream_end(struct pcall *p, const enum connect_code *code, const cha
     }
     if (p->x)
         http_respond_end(p->x);
+    if (p->timer_open)
+        uv_timer_stop(&p->timer);
+}
+
+/* ---------- keepalives and a Connect stream's deadline ---------- */
+
+static void timer_arm(struct pcall *p);
+
+static void timer_fired(uv_timer_t *t)
+{
+    struct pcall *p = t->data;
+    uint64_t now = uv_now(t->loop);
+    if (!p->x)
+        return;
+    if (p->deadline_ms && now >= p->deadline_ms) {
+        /* the client's timeout for following it; the command runs on */
+        if (p->cmd) {
+            if (p->held)
+                scmd_hold(p->cmd, false);
+            p->held = false;
+            scmd_detach(p->cmd, p);
+            p->cmd = NULL;
+        }
+        enum connect_code code = CONNECT_DEADLINE_EXCEEDED;
+        stream_end(p, &code, "the request's Connect-Timeout-Ms passed");
+        return;
+    }
+    if (now >= p->next_keepalive_ms) {
+        if (p->responded)
+            stream_event(p, envd_event_keepalive());
+        p->next_keepalive_ms = now + p->keepalive_ms;
+    }
+    timer_arm(p);
+}
+
+static void timer_arm(struct pcall *p)
+{
+    if (!p->timer_open)
+        return;
+    uint64_t now = uv_now(p->timer.loop);
+    uint64_t at = p->next_keepalive_ms;
+    if (p->deadline_ms && p->deadline_ms < at)
+        at = p->deadline_ms;
+    uv_timer_start(&p->timer, timer_fired, at > now ? at - now : 0, 0);
+}
+
+static void stream_timer_start(struct pcall *p)
+{
+    if (!p->timer_open || !p->x)
+        return;
+    uint64_t now = uv_now(p->timer.loop);
+    p->next_keepalive_ms = now + p->keepalive_ms;
+    if (p->timeout_ms && strcmp(p->method, "Connect") == 0)
+        p->deadline_ms = now + p->timeout_ms;
+    timer_arm(p);
+}
+
+/* A header of decimal digits only (at most 10, as Connect's timeout header is), or -1. */
+static int64_t header_number(const char *v)
+{
+    if (!v || !v[0] || strlen(v) > 10)
+        return -1;
+    int64_t n = 0;
+    for (const char *c = v; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return -1;
+        n = n * 10 + (*c - '0');
+    }
+    return n;
 }
 
 /* ---------- a stream following a command ---------- */
@@ -253,6 +342,8 @@ static void do_start(struct pcall *p, const char *json)
         .cols = s.cols,
     };
     p->cmd = scmd_start(p->sb, &spec, &stream_listener, p, &err);
+    if (p->cmd) /* envd kills a command at its Start's Connect-Timeout-Ms */
+        scmd_set_lifetime(p->cmd, p->timeout_ms);
     for (size_t i = 0; env[i]; i++)
         free(env[i]);
     free(env);
@@ -432,6 +523,7 @@ static void on_complete(struct http_exchange *x, void *user)
             do_start(p, p->reader.message);
         else
             do_connect(p, p->reader.message);
+        stream_timer_start(p);
         return;
     }
     if (p->sb->state != SANDBOX_RUNNING || p->sb->killing) {
@@ -458,6 +550,23 @@ void envd_process_route(struct serve *d, struct sbx *sb, struct http_exchange *x
     p->stream = strcmp(method, "Start") == 0 || strcmp(method, "Connect") == 0;
     connect_reader_init(&p->reader, CONNECT_MAX_REQUEST);
     http_exchange_set_callbacks(x, &pcall_callbacks, p);
+    if (p->stream && uv_timer_init(d->loop, &p->timer) == 0) {
+        p->timer.data = p;
+        p->timer_open = true;
+    }
+    const char *timeout = http_request_header(req, "Connect-Timeout-Ms");
+    int64_t timeout_ms = timeout ? header_number(timeout) : 0;
+    if (timeout_ms < 0) {
+        unary_error(p, CONNECT_INVALID_ARGUMENT,
+                    "Connect-Timeout-Ms must be at most 10 decimal digits");
+        return;
+    }
+    p->timeout_ms = (uint64_t)timeout_ms;
+    int64_t keepalive_s = header_number(http_request_header(req, "Keepalive-Ping-Interval"));
+    p->keepalive_ms =
+        (uint64_t)(keepalive_s > 0 && keepalive_s <= KEEPALIVE_MAX_S ? keepalive_s
+                                                                     : KEEPALIVE_DEFAULT_S) *
+        1000u;
     err_t err;
     if (auth_envd_user(http_request_header(req, "Authorization"), NULL, &p->as_root, &err) < 0) {
         unary_error(p, CONNECT_UNAUTHENTICATED, err.msg);

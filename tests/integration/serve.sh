@@ -33,12 +33,12 @@ jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.
 # envd ID TOKEN METHOD JSON: a Connect server-stream call; prints the frames' JSON, one a line
 envd_stream() {
     python3 - "$U" "$1" "$2" "$3" "$4" <<'EOF'
-import sys, json, struct, urllib.request, urllib.error
+import os, sys, json, struct, urllib.request, urllib.error
 u, sid, tok, method, body = sys.argv[1:]
 data = body.encode()
 req = urllib.request.Request(u + "/process.Process/" + method, data=b"\0" + struct.pack(">I", len(data)) + data,
     headers={"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983",
-             "X-Access-Token": tok})
+             "X-Access-Token": tok, **json.loads(os.environ.get("ENVD_HEADERS", "{}"))})
 try:
     raw = urllib.request.urlopen(req, timeout=20).read()
 except urllib.error.HTTPError as e:  # the status and the body, for the checks of refusals
@@ -123,6 +123,35 @@ out=$(envd_stream "$B" "$TB" Start '{"process":{"cmd":"/bin/sh","args":["-c","id
 is "$out" 1000 "the second sandbox runs commands too"
 out=$(envd_stream "$B" "$TA" Start '{"process":{"cmd":"/bin/true"}}' 2>&1)
 like "$out" "401" "one sandbox's token does not open another"
+
+out=$(ENVD_HEADERS='{"Keepalive-Ping-Interval":"1"}' run_in "$A" "$TA" 'sleep 2.5; echo late')
+[ "$(grep -c '"keepalive"' <<<"$out")" -ge 2 ] && ok "Keepalive-Ping-Interval 1: keepalive events while a command is quiet" ||
+    not_ok "Keepalive-Ping-Interval 1: keepalive events while a command is quiet ($out)"
+t0=$(date +%s%N)
+out=$(ENVD_HEADERS='{"Connect-Timeout-Ms":"1000"}' run_in "$A" "$TA" 'echo started; sleep 30')
+t1=$(date +%s%N)
+[ $(((t1 - t0) / 1000000)) -lt 5000 ] && grep -q '"end"' <<<"$out" && ok "Connect-Timeout-Ms 1000 on Start: the command is killed at it and its end comes" ||
+    not_ok "Connect-Timeout-Ms 1000 on Start: the command is killed at it and its end comes ($(((t1 - t0) / 1000000)) ms: $out)"
+bg=$(ENVD_HEADERS='{"Connect-Timeout-Ms":"0"}' python3 - "$U" "$A" "$TA" <<'EOF2'
+import sys, json, struct, http.client
+u, sid, tok = sys.argv[1:]
+body = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", "sleep 20"]}, "stdin": False}).encode()
+c = http.client.HTTPConnection(u.split("//")[1], timeout=20)
+c.request("POST", "/process.Process/Start", b"\0" + struct.pack(">I", len(body)) + body,
+          {"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "X-Access-Token": tok})
+r = c.getresponse()
+head = r.read(5); n = struct.unpack(">I", head[1:5])[0]
+print(json.loads(r.read(n))["event"]["start"]["pid"])
+EOF2
+)
+out=$(ENVD_HEADERS='{"Connect-Timeout-Ms":"800"}' envd_stream "$A" "$TA" Connect "{\"process\":{\"pid\":$bg}}")
+like "$out" 'EOS.*deadline_exceeded' "Connect-Timeout-Ms on Connect ends the stream with deadline_exceeded"
+r=$(curl -s -X POST -H 'Content-Type: application/json' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -d '{}' "$U/process.Process/List")
+like "$r" "\"pid\": *$bg" "... and the command it followed runs on"
+out=$(ENVD_HEADERS='{"Connect-Timeout-Ms":"12x"}' run_in "$A" "$TA" 'echo no' 2>&1)
+like "$out" 'HTTP 400.*invalid_argument' "a Connect-Timeout-Ms that is not a number: invalid_argument"
+curl -s -o /dev/null -X POST -H 'Content-Type: application/json' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" \
+    -d "{\"process\":{\"pid\":$bg},\"signal\":\"SIGNAL_SIGKILL\"}" "$U/process.Process/SendSignal"
 
 # --- envd: files ---
 r=$(curl -s -w '\n%{http_code}' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -H 'Content-Type: application/octet-stream' \
