@@ -45,7 +45,7 @@ account() {
 # for all of GUEST_TESTS; each test's TAP counts as guest/NAME. Where qemu or the kernel is
 # missing, one line says so and the rest of the suite runs as before; HUTCH_GUEST=0 skips it by
 # hand. GUEST_LIMIT bounds the whole boot (each test has its own bound in suite.sh).
-GUEST_TESTS=(fixture doctor test_cgroup test_verdict test_agent test_engine limits cleanup
+GUEST_TESTS=(fixture doctor test_cgroup test_cgroup_cpu test_verdict test_agent test_engine limits cleanup
     escape_caller escape_counters escape_fs escape_net escape_proc escape_syscalls)
 run_guest() {
     local names=() n

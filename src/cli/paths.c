@@ -22,6 +22,13 @@ bool hutch_cgroup_mode_forced(void)
     return forced && forced[0];
 }
 
+static unsigned host_flags;
+
+void hutch_cgroup_want_cpu_limits(void)
+{
+    host_flags |= CGROUP_HOST_CPU_LIMITS;
+}
+
 struct cgroup_host *hutch_cgroup_host(err_t *err)
 {
     static struct cgroup_host *host;
@@ -36,7 +43,7 @@ struct cgroup_host *hutch_cgroup_host(err_t *err)
         }
         mode = (int)forced;
     }
-    if (cgroup_host_open(mode, &host, err) < 0)
+    if (cgroup_host_open_flags(mode, host_flags, &host, err) < 0)
         return NULL;
     return host;
 }

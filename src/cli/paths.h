@@ -12,5 +12,8 @@ struct cgroup_host;
  * the one HUTCH_CGROUP_MODE (v1, v2, hybrid) forces, for tests. NULL with err on failure. */
 #include "util/err.h"
 struct cgroup_host *hutch_cgroup_host(err_t *err);
+/* Before the first hutch_cgroup_host: its groups may get CPU bandwidth limits (the daemon's
+ * cpuCount; on v1 and hybrid one hierarchy more per group). */
+void hutch_cgroup_want_cpu_limits(void);
 /* Whether HUTCH_CGROUP_MODE forces the mode (doctor says so). */
 bool hutch_cgroup_mode_forced(void);

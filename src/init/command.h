@@ -9,7 +9,7 @@
 #include "jail/seccomp.h"
 #include "util/err.h"
 
-#define COMMAND_MAX_V1_FDS 4
+#define COMMAND_MAX_V1_FDS 5 /* CGROUP_HOST_MAX_FDS less the cgroup2 one */
 
 struct command_spec {
     char **argv; /* argv[0] is looked up in the command's own PATH */

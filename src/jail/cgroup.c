@@ -30,6 +30,7 @@ const char *const cgroup_v1_controller_names[CGROUP_V1_COUNT] = {
     [CGROUP_V1_PIDS] = "pids",
     [CGROUP_V1_CPUACCT] = "cpuacct",
     [CGROUP_V1_FREEZER] = "freezer",
+    [CGROUP_V1_CPU] = "cpu",
 };
 
 /* ---------- small helpers ---------- */
@@ -384,7 +385,14 @@ int cgroup_hier_open_parent(struct cgroup_hier *h, int root_fd, err_t *err)
 
 int cgroup_host_open(int mode, struct cgroup_host **out, err_t *err)
 {
+    return cgroup_host_open_flags(mode, 0, out, err);
+}
+
+int cgroup_host_open_flags(int mode, unsigned flags, struct cgroup_host **out, err_t *err)
+{
     *out = NULL;
+    if (flags & ~(unsigned)CGROUP_HOST_CPU_LIMITS)
+        return cgroup_error(err, EINVAL, "cgroup: unknown host flags %#x", flags);
     enum cgroup_mode m;
     if (mode == CGROUP_MODE_DETECT) {
         if (cgroup_detect(&m, err) < 0)
@@ -399,6 +407,7 @@ int cgroup_host_open(int mode, struct cgroup_host **out, err_t *err)
     if (!host)
         return err_set(err, errno, "cgroup: calloc");
     host->mode = m;
+    host->cpu_limits = flags & CGROUP_HOST_CPU_LIMITS;
     host->ops = cgroup_ops_for(m);
     host->v2.fd = -1;
     if (m != CGROUP_MODE_V1) {
@@ -631,10 +640,10 @@ int cgroup_file_path(const struct cgroup *cg, const char *controller, const char
         enum cgroup_v1_controller c = cgroup_v1_controller_by_name(controller);
         if (c == CGROUP_V1_COUNT)
             return cgroup_error(err, EINVAL,
-                                "cgroup %s: '%.32s' is not memory, pids, cpuacct, freezer or \"\" "
-                                "(cgroup2)",
+                                "cgroup %s: '%.32s' is not memory, pids, cpuacct, freezer, cpu "
+                                "or \"\" (cgroup2)",
                                 cg->path, controller);
-        if (cgroup_v1_wanted(mode, c)) {
+        if (cgroup_v1_wanted(mode, cg->host->cpu_limits, c)) {
             h = cgroup_v1_hier(cg, c);
             made = cg->made_v1[cg->host->v1_index[c]];
         }

@@ -30,7 +30,12 @@ enum cgroup_mode {
 struct cgroup_limits {
     uint64_t memory_bytes; /* 0 = no limit; swap is never allowed on top of it */
     uint64_t pids;         /* 0 = no limit */
+    /* 0 = no limit; else thousandths of a CPU per period over all CPUs (1000: one CPU's worth).
+     * v1 and hybrid need a host opened with CGROUP_HOST_CPU_LIMITS. */
+    uint64_t cpu_millis;
 };
+
+#define CGROUP_CPU_PERIOD_US 100000u /* the kernel's default CFS period */
 
 enum cgroup_flags {
     /* Groups will be made below this one (init's, each command's). On v2 its controllers are
@@ -62,11 +67,17 @@ int cgroup_detect(enum cgroup_mode *mode, err_t *err);
  * can carry). Opens hutch/ in every hierarchy the mode uses, making it if needed, and on v2 hands
  * the memory, pids and cpu controllers down to it where the host offers them. */
 int cgroup_host_open(int mode, struct cgroup_host **out, err_t *err);
+enum cgroup_host_flags {
+    /* Groups may get CPU bandwidth limits (cgroup_limits.cpu_millis): on v1 and hybrid the cpu
+     * hierarchy is used too, one more directory and fd per group. v2 needs no flag. */
+    CGROUP_HOST_CPU_LIMITS = 1u << 0,
+};
+int cgroup_host_open_flags(int mode, unsigned flags, struct cgroup_host **out, err_t *err);
 void cgroup_host_close(struct cgroup_host *host);
 enum cgroup_mode cgroup_host_mode(const struct cgroup_host *host);
 /* The host's fds (its hutch/ directories), for a forked helper that keeps them while it closes
  * everything else. Returns how many were written to fds (at most max). */
-#define CGROUP_HOST_MAX_FDS 5 /* cgroup2 and four v1 hierarchies */
+#define CGROUP_HOST_MAX_FDS 6 /* cgroup2 and five v1 hierarchies */
 size_t cgroup_host_fds(const struct cgroup_host *host, int *fds, size_t max);
 
 /* Makes hutch/NAME (parent NULL) or PARENT/NAME in every hierarchy the mode uses and writes every

@@ -17,6 +17,7 @@ enum cgroup_v1_controller {
     CGROUP_V1_PIDS,
     CGROUP_V1_CPUACCT,
     CGROUP_V1_FREEZER,
+    CGROUP_V1_CPU, /* only for a host opened with CGROUP_HOST_CPU_LIMITS */
     CGROUP_V1_COUNT,
 };
 
@@ -37,6 +38,7 @@ struct cgroup_ops;
 
 struct cgroup_host {
     enum cgroup_mode mode;
+    bool cpu_limits; /* CGROUP_HOST_CPU_LIMITS: the v1 cpu hierarchy is used too */
     const struct cgroup_ops *ops;
     struct cgroup_hier v2;   /* fd -1 on V1 */
     unsigned v2_delegated;   /* V2: controllers hutch/ hands to its children */
@@ -72,9 +74,14 @@ extern const char *const cgroup_v1_controller_names[CGROUP_V1_COUNT];
 
 /* Which v1 controllers a mode uses. Hybrid takes only the limits from v1 (memory, pids): its
  * cgroup2 group already counts CPU (cpu.stat), freezes (cgroup.freeze) and kills (cgroup.kill)
- * without any controller, and every hierarchy less is a mkdir, a move and an rmdir less per run. */
-static inline bool cgroup_v1_wanted(enum cgroup_mode mode, enum cgroup_v1_controller c)
+ * without any controller, and every hierarchy less is a mkdir, a move and an rmdir less per run.
+ * The cpu controller (CPU bandwidth limits) only when the host was opened for them: hutch run
+ * limits time, not bandwidth, and does without its hierarchy. */
+static inline bool cgroup_v1_wanted(enum cgroup_mode mode, bool cpu_limits,
+                                    enum cgroup_v1_controller c)
 {
+    if (c == CGROUP_V1_CPU)
+        return cpu_limits && mode != CGROUP_MODE_V2;
     return mode == CGROUP_MODE_V1 || (mode == CGROUP_MODE_HYBRID &&
                                       (c == CGROUP_V1_MEMORY || c == CGROUP_V1_PIDS));
 }

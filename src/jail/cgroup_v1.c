@@ -34,7 +34,7 @@ static void v1_unescape(const char *in, char *out, size_t size)
 
 /* One mountinfo line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - TYPE SOURCE
  * SUPEROPTS". For a v1 cgroup mount, SUPEROPTS lists its controllers ("rw,cpu,cpuacct"). */
-static void v1_scan_mount(char *line, char (*paths)[PATH_MAX], enum cgroup_mode mode)
+static void v1_scan_mount(char *line, char (*paths)[PATH_MAX], const struct cgroup_host *host)
 {
     char *fields[V1_MOUNTINFO_FIELDS], *save = NULL;
     size_t n = 0;
@@ -47,13 +47,13 @@ static void v1_scan_mount(char *line, char (*paths)[PATH_MAX], enum cgroup_mode 
     if (dash + 3 >= n || strcmp(fields[dash + 1], "cgroup") != 0)
         return;
     for (size_t c = 0; c < CGROUP_V1_COUNT; c++) {
-        if (cgroup_v1_wanted(mode, c) && !paths[c][0] &&
+        if (cgroup_v1_wanted(host->mode, host->cpu_limits, c) && !paths[c][0] &&
             cgroup_list_has(fields[dash + 3], cgroup_v1_controller_names[c]))
             v1_unescape(fields[4], paths[c], PATH_MAX);
     }
 }
 
-static int v1_find_mounts(char (*paths)[PATH_MAX], enum cgroup_mode mode, err_t *err)
+static int v1_find_mounts(char (*paths)[PATH_MAX], const struct cgroup_host *host, err_t *err)
 {
     cleanup_file FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f)
@@ -61,9 +61,9 @@ static int v1_find_mounts(char (*paths)[PATH_MAX], enum cgroup_mode mode, err_t 
     cleanup_free char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0)
-        v1_scan_mount(line, paths, mode);
+        v1_scan_mount(line, paths, host);
     for (size_t c = 0; c < CGROUP_V1_COUNT; c++) {
-        if (cgroup_v1_wanted(mode, c) && !paths[c][0])
+        if (cgroup_v1_wanted(host->mode, host->cpu_limits, c) && !paths[c][0])
             return cgroup_error(err, ENODEV, "cgroup v1: controller '%s' is not mounted",
                                 cgroup_v1_controller_names[c]);
     }
@@ -77,7 +77,7 @@ static void v1_assign_hierarchies(struct cgroup_host *host, char (*paths)[PATH_M
                                   size_t *first_of)
 {
     for (size_t c = 0; c < CGROUP_V1_COUNT; c++) {
-        if (!cgroup_v1_wanted(host->mode, c))
+        if (!cgroup_v1_wanted(host->mode, host->cpu_limits, c))
             continue;
         size_t h = 0;
         while (h < host->v1_count && strcmp(paths[first_of[h]], paths[c]) != 0)
@@ -101,7 +101,7 @@ int cgroup_v1_host_open(struct cgroup_host *host, err_t *err)
     if (!paths)
         return err_set(err, errno, "cgroup v1: calloc");
     /* Every controller is found before anything is opened, so a missing one costs nothing. */
-    if (v1_find_mounts(paths, host->mode, err) < 0)
+    if (v1_find_mounts(paths, host, err) < 0)
         return -1;
     size_t first_of[CGROUP_V1_COUNT];
     v1_assign_hierarchies(host, paths, first_of);
@@ -142,6 +142,19 @@ static int v1_write_limits(struct cgroup *cg, const struct cgroup_limits *limits
     if (limits->pids && cgroup_write_u64(cg, cgroup_v1_hier(cg, CGROUP_V1_PIDS), "pids.max",
                                          limits->pids, false, err) < 0)
         return -1;
+    if (limits->cpu_millis) {
+        if (!cg->host->cpu_limits)
+            return cgroup_error(err, EINVAL,
+                                "cgroup %s: a CPU limit needs a host opened with "
+                                "CGROUP_HOST_CPU_LIMITS",
+                                cg->path);
+        /* CFS bandwidth: quota microseconds of CPU per period, over all of the group's CPUs. */
+        const struct cgroup_hier *cpu = cgroup_v1_hier(cg, CGROUP_V1_CPU);
+        if (cgroup_write_u64(cg, cpu, "cpu.cfs_period_us", CGROUP_CPU_PERIOD_US, false, err) < 0 ||
+            cgroup_write_u64(cg, cpu, "cpu.cfs_quota_us",
+                             limits->cpu_millis * (CGROUP_CPU_PERIOD_US / 1000), false, err) < 0)
+            return -1;
+    }
     return 0;
 }
 

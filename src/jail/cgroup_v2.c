@@ -107,6 +107,14 @@ static int v2_write_limits(struct cgroup *cg, const struct cgroup_limits *limits
         return -1;
     if (limits->pids && cgroup_write_u64(cg, h, "pids.max", limits->pids, false, err) < 0)
         return -1;
+    if (limits->cpu_millis) { /* "QUOTA PERIOD" in microseconds, over all of its CPUs */
+        char max[48];
+        snprintf(max, sizeof max, "%llu %u",
+                 (unsigned long long)(limits->cpu_millis * (CGROUP_CPU_PERIOD_US / 1000)),
+                 CGROUP_CPU_PERIOD_US);
+        if (cgroup_write(cg, h, "cpu.max", max, false, err) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -131,7 +139,8 @@ int cgroup_v2_make(struct cgroup *cg, const struct cgroup_limits *limits, err_t 
         return cgroup_mkdir(cg, &cg->host->v2, &cg->made_v2, err);
     /* Checked before the mkdir, so a missing controller leaves no group behind. */
     if ((limits->memory_bytes && v2_need(cg, CGROUP_V2_MEMORY, "memory", err) < 0) ||
-        (limits->pids && v2_need(cg, CGROUP_V2_PIDS, "pids", err) < 0))
+        (limits->pids && v2_need(cg, CGROUP_V2_PIDS, "pids", err) < 0) ||
+        (limits->cpu_millis && v2_need(cg, CGROUP_V2_CPU, "cpu", err) < 0))
         return -1;
     if (cgroup_mkdir(cg, &cg->host->v2, &cg->made_v2, err) < 0)
         return -1;

@@ -51,7 +51,7 @@ int jail_command_start(struct jail *jail, const struct jail_command_spec *spec,
     if (cgroup_create(cgroup_host_of(jail->cgroup), jail->cgroup, group, NULL, CGROUP_OOM_GROUP,
                       &cg, err) < 0)
         return err_wrap(err, "sandbox %s", jail->name);
-    int fds[1 + 4], n_fds = 0;
+    int fds[1 + PROTO_MAX_V1_FDS], n_fds = 0;
     size_t n_v1 = 0;
     cleanup_free uint8_t *buf = NULL;
     bool has_dir = false;
@@ -64,7 +64,7 @@ int jail_command_start(struct jail *jail, const struct jail_command_spec *spec,
         n_fds = 1;
         has_dir = true;
     }
-    if (cgroup_self_attach_open(cg, fds + n_fds, 4, &n_v1, err) < 0)
+    if (cgroup_self_attach_open(cg, fds + n_fds, PROTO_MAX_V1_FDS, &n_v1, err) < 0)
         goto out;
     n_fds += (int)n_v1;
     struct proto_spawn s = {

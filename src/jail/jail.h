@@ -41,6 +41,7 @@
 #define JAIL_MAX_FILES  1024u /* files copied in per sandbox */
 #define JAIL_MAX_COMMANDS 1024u /* commands running at once in an agent sandbox */
 #define JAIL_MAX_DISK_BYTES (1ull << 50) /* 1 PiB: far below where the kernel's rounding wraps */
+#define JAIL_MAX_CPU_MILLIS (4096ull * 1000) /* 4096 CPUs' worth: the kernel's own cap */
 #define JAIL_MAX_TIME_MS    (400ull * 24 * 3600 * 1000) /* 400 days, for any time limit */
 
 /* Lengths of what enters the core (in bytes, without the NUL), checked by jail_start_begin and
@@ -95,6 +96,9 @@ enum jail_net_mode {
 struct jail_limits {
     uint64_t memory_bytes;      /* cgroup memory limit, swap excluded; 0 = none */
     uint64_t pids;              /* cgroup pids.max; 0 = none */
+    /* CPU bandwidth in thousandths of a CPU (2000: two CPUs' worth); 0 = none. v1 and hybrid
+     * need spec.cgroups opened with CGROUP_HOST_CPU_LIMITS. */
+    uint64_t cpu_millis;
     uint64_t disk_bytes;        /* size of the writable layer (tmpfs); must be > 0 */
     uint64_t cpu_time_ms;       /* RLIMIT_CPU backstop (the supervisor enforces the exact limit) */
     uint64_t nofile;            /* RLIMIT_NOFILE; 0 = inherit */

@@ -139,6 +139,9 @@ static int validate_spec(const struct jail_spec *spec, err_t *err)
 
     if (!spec->envp)
         return err_set(err, EINVAL, "sandbox spec: no environment");
+    if (spec->limits.cpu_millis > JAIL_MAX_CPU_MILLIS)
+        return err_set(err, EINVAL, "sandbox spec: cpu_millis %llu is above %llu",
+                       (unsigned long long)spec->limits.cpu_millis, JAIL_MAX_CPU_MILLIS);
     /* The child overwrites the argv area (proctitle_set) before it execs the payload. */
     for (size_t i = 0; spec->argv && spec->argv[i]; i++)
         if (proctitle_contains(spec->argv[i]))
@@ -468,7 +471,8 @@ int jail_start_begin(const struct jail_spec *spec, struct jail *out, err_t *err)
     if (jail_init_exec_fd() < 0)
         return err_set(err, errno, "open /proc/self/exe (to exec hutch init in the sandbox)");
     struct cgroup_limits cg_limits = {.memory_bytes = spec->limits.memory_bytes,
-                                      .pids = spec->limits.pids};
+                                      .pids = spec->limits.pids,
+                                      .cpu_millis = spec->limits.cpu_millis};
     /* The keeper first: from the first mkdir on, a SIGKILLed supervisor leaves nothing. */
     if (spec->die_with_parent && keeper_start(out, spec, err) < 0)
         return -1;

@@ -456,7 +456,7 @@ int proto_decode_spawn(const struct proto_msg *m, struct proto_spawn *out, err_t
     out->cols = (unsigned short)cols;
     out->has_cgroup_fd = cgroup_fds & 1;
     out->n_v1_fds = (cgroup_fds >> 8) & 0xff;
-    if ((cgroup_fds & ~0xff01u) || out->n_v1_fds > 4 ||
+    if ((cgroup_fds & ~0xff01u) || out->n_v1_fds > PROTO_MAX_V1_FDS ||
         (out->has_cgroup_fd ? 1 : 0) + out->n_v1_fds != m->n_fds) {
         err_set(err, EBADMSG, "protocol: the spawn's cgroup fds (0x%x) do not match its %zu fds",
                 cgroup_fds, m->n_fds);

@@ -20,6 +20,7 @@
 #define PROTO_MAX_TO_INIT  (1u << 20) /* host -> init: a spawn carries argv and env */
 #define PROTO_MAX_TO_HOST  (64u << 10) /* init -> host: long answers come in chunks */
 #define PROTO_MAX_FDS      8
+#define PROTO_MAX_V1_FDS   5 /* a SPAWN's v1 tasks files: one per v1 hierarchy (cgroup.h) */
 #define PROTO_MAX_STRING   4096        /* tags, paths, messages */
 #define PROTO_MAX_ARG      (128u << 10) /* one argv or env entry, as the kernel's MAX_ARG_STRLEN */
 #define PROTO_MAX_ARGS     4096        /* entries of argv, and of env */

@@ -342,6 +342,7 @@ static int start(struct sbx *sb, const struct store_sandbox *row, err_t *err)
         .stage_dir = d->tpl.stage,
         .limits = {.memory_bytes = (uint64_t)row->memory_mb << 20,
                    .pids = SBX_DEFAULT_PIDS,
+                   .cpu_millis = (uint64_t)row->cpu_count * 1000,
                    .disk_bytes = (uint64_t)row->disk_mb << 20},
         .net = JAIL_NET_NONE,
         .host_uid_base = sb->uids.host_base,

@@ -202,6 +202,7 @@ static int setup(struct serve *d, const struct serve_options *o, err_t *err)
     d->store = store_open(db, err);
     if (!d->store || bootstrap_key(d, err) < 0)
         return -1;
+    hutch_cgroup_want_cpu_limits(); /* every sandbox's cpuCount is enforced */
     d->cgroups = hutch_cgroup_host(err);
     if (!d->cgroups || template_prepare_base(d->state_dir, &d->tpl, err) < 0)
         return -1;

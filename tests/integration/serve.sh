@@ -112,6 +112,11 @@ s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.sendall(sys.std
 print(s.recv(100).decode(errors="replace").split("\r\n")[0])' "$PORT")
 like "$out" "^HTTP/1.1 400" "malformed HTTP: 400"
 
+# cpuCount is enforced: the sandbox's group has that many CPUs' worth of bandwidth
+cpus=$(jget "$(body_of "$(api "$U/sandboxes/$A")")" 'd["cpuCount"]')
+q=$(cat /sys/fs/cgroup/cpu/hutch/$A/cpu.cfs_quota_us 2>/dev/null || cut -d' ' -f1 /sys/fs/cgroup/hutch/$A/cpu.max 2>/dev/null)
+is "$q" "$((cpus * 100000))" "its cpuCount of $cpus is enforced (CPU quota $((cpus * 100000)) us per 100 ms)"
+
 # --- envd: commands ---
 out=$(envd_stream "$A" wrong-token Start '{"process":{"cmd":"/bin/true"}}' 2>&1)
 like "$out" "401" "envd without the sandbox's token: 401"

@@ -1045,7 +1045,7 @@ static void test_file_path(void)
        "hybrid: freezer fails (%s)", err.msg);
     ok(strstr(err.msg, name) && strstr(err.msg, "freezer"),
        "hybrid: the error names the group and the controller");
-    ok(cgroup_file_path(cg, "cpu", "cpu.shares", path, sizeof path, &err) < 0 &&
+    ok(cgroup_file_path(cg, "blkio", "blkio.weight", path, sizeof path, &err) < 0 &&
            err.errnum == EINVAL,
        "hybrid: a controller hutch does not use is refused (%s)", err.msg);
     ok(cgroup_file_path(cg, "memory", "memory.limit_in_bytes", path, 20, &err) < 0 &&
