@@ -65,7 +65,11 @@ static void set_error(struct scmd *c, const char *why)
 
 static void handle_closed(uv_handle_t *h)
 {
-    struct scmd *c = h->data;
+    scmd_handle_closed(h->data);
+}
+
+void scmd_handle_closed(struct scmd *c)
+{
     if (--c->open_handles > 0)
         return;
     while (c->replay) {
@@ -103,6 +107,7 @@ static void scmd_free(struct scmd *c)
         }
     for (unsigned i = 0; i < 3; i++)
         stop_output(c, i);
+    scmd_input_release(c);
     if (c->stdin_fd >= 0)
         close(c->stdin_fd);
     c->stdin_fd = -1;
@@ -372,6 +377,7 @@ struct scmd *scmd_start(struct sbx *sb, const struct jail_command_spec *spec,
     }
     c->sb = sb;
     c->out_fd[0] = c->out_fd[1] = c->out_fd[2] = c->stdin_fd = -1;
+    scmd_input_init(c);
     c->as_root = spec->as_root;
     c->argv = copy_list(spec->argv);
     c->envp = copy_list(spec->envp);
@@ -455,35 +461,6 @@ int scmd_signal(struct scmd *c, int signo, err_t *err)
                               (uint32_t)signo, true, err);
 }
 
-int scmd_input(struct scmd *c, bool to_pty, const uint8_t *data, size_t len, err_t *err)
-{
-    int fd = to_pty ? c->out_fd[2] : c->stdin_fd;
-    if (fd < 0)
-        return err_set(err, EPIPE, "process %u has no %s open", c->pid, to_pty ? "pty" : "stdin");
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, data + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return err_set(err, errno == EAGAIN ? EAGAIN : errno,
-                           "process %u: input (%zu of %zu bytes written)", c->pid, done, len);
-        done += (size_t)w;
-    }
-    return 0;
-}
-
-/* init keeps an end of every pipe it made (so that a restarted daemon can ATTACH again): its
- * copy of stdin's write end is closed by asking. */
-int scmd_close_stdin(struct scmd *c, err_t *err)
-{
-    if (c->stdin_fd >= 0)
-        close(c->stdin_fd);
-    c->stdin_fd = -1;
-    return jail_agent_request(&c->sb->jail, PROTO_STDIN_CLOSE, agent_next_id(c->sb), c->cmd_id, 0,
-                              false, err);
-}
-
 int scmd_resize(struct scmd *c, unsigned short rows, unsigned short cols, err_t *err)
 {
     if (c->out_fd[2] < 0)
@@ -538,6 +515,7 @@ static void adopt(struct sbx *sb, const struct proto_command *e)
         return;
     c->sb = sb;
     c->out_fd[0] = c->out_fd[1] = c->out_fd[2] = c->stdin_fd = -1;
+    scmd_input_init(c);
     c->adopted = true;
     c->argv = copy_list(unknown_argv); /* what it runs is init's to know, not told by LIST */
     c->envp = copy_list(no_env);
