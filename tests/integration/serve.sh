@@ -73,7 +73,7 @@ r=$(curl -s -w '\n%{http_code}' -H "X-API-KEY: $(cat "$HUTCH_STATE_DIR/api-key")
 is "$(status_of "$r")" 200 "the key from the key file is accepted"
 
 # --- create, get, list ---
-r=$(api -X POST -d '{"templateID":"base","metadata":{"suite":"serve"},"envVars":{"FOO":"bar"},"timeout":120}' "$U/v2/sandboxes")
+r=$(api -X POST -d '{"templateID":"base","metadata":{"suite":"serve"},"envVars":{"FOO":"bar"},"timeout":900}' "$U/v2/sandboxes")
 is "$(status_of "$r")" 201 "create: 201"
 A=$(jget "$(body_of "$r")" 'd["sandboxID"]')
 TA=$(jget "$(body_of "$r")" 'd["envdAccessToken"]')
@@ -81,7 +81,7 @@ made+=("$A")
 [ -n "$A" ] && [ -n "$TA" ] && ok "create gives an id and an envd token" || not_ok "create gives an id and an envd token"
 r=$(api "$U/sandboxes/$A")
 is "$(jget "$(body_of "$r")" 'd["state"]+" "+d["metadata"]["suite"]')" "running serve" "get: running, with its metadata"
-r=$(api -X POST -d '{"templateID":"code-interpreter-v1","timeout":120}' "$U/sandboxes")
+r=$(api -X POST -d '{"templateID":"code-interpreter-v1","timeout":900}' "$U/sandboxes")
 B=$(jget "$(body_of "$r")" 'd["sandboxID"]')
 TB=$(jget "$(body_of "$r")" 'd["envdAccessToken"]')
 made+=("$B")
@@ -183,9 +183,9 @@ is "$(status_of "$r")/$(jget "$(body_of "$r")" 'd["code"],d["sandboxId"]')" "502
     "envd of a paused sandbox: 502 with its id, as E2B's proxy answers (the SDK's isRunning: false)"
 out=$(run_in "$A" "$TA" 'echo woke' 2>&1)
 like "$out" "502" "a command on a paused sandbox without autoResume: 502, it stays paused"
-r=$(api -X POST -d '{"timeout":120}' "$U/sandboxes/$A/connect")
+r=$(api -X POST -d '{"timeout":900}' "$U/sandboxes/$A/connect")
 is "$(status_of "$r")" 201 "connect to the paused one: 201 (resumed)"
-r=$(api -X POST -d '{"timeout":120}' "$U/v2/sandboxes/$A/connect")
+r=$(api -X POST -d '{"timeout":900}' "$U/v2/sandboxes/$A/connect")
 is "$(status_of "$r")" 200 "connect to the running one: 200"
 end_before=$(jget "$(body_of "$(api "$U/sandboxes/$A")")" 'd["endAt"]')
 r=$(api -X POST -d '{"timeout":5}' "$U/sandboxes/$A/connect")

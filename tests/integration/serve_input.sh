@@ -138,9 +138,9 @@ lines = cmd.out.decode().split()
 say("received_bytes", lines[0] if lines else "")
 say("received_sha_matches", int(len(lines) > 1 and lines[1] == hashlib.sha256(blob).hexdigest()))
 
-# 2. SendInput past a pipe's size: 512 KiB requests queued for a command that reads late, until
-#    the queue's bound (4 MiB waiting) refuses one whole.
-cmd = Started("sleep 2; wc -c")
+# 2. SendInput past a pipe's size: 512 KiB requests queued for a command that reads only once
+#    told to, until the queue's bound (4 MiB waiting) refuses one whole.
+cmd = Started("until [ -e /tmp/go ]; do sleep 0.05; done; wc -c")
 half = os.urandom(1 << 19)
 b64 = base64.b64encode(half).decode()
 answers = [unary("SendInput", {"process": {"pid": cmd.pid}, "input": {"stdin": b64}}) for _ in range(10)]
@@ -148,6 +148,7 @@ codes = [a[0] for a in answers]
 say("sendinput_first_8", ",".join(map(str, codes[:8])))
 say("sendinput_last", f"{codes[-1]} {answers[-1][1].get('code')}")
 say("sendinput_accepted_bytes", sum(len(half) for c in codes if c == 200))
+Started("touch /tmp/go").t.join(20)
 unary("CloseStdin", {"process": {"pid": cmd.pid}})
 cmd.t.join(30)
 say("sendinput_received", cmd.out.decode().strip())
