@@ -12,10 +12,12 @@
 #include "jail/command.h"
 #include "serve/sandbox.h"
 
-#define SCMD_REPLAY_MAX (1u << 20)   /* bytes of output kept for a Connect */
-#define SCMD_INPUT_MAX  (4u << 20)   /* bytes of input waiting for a command to read them */
-#define SCMD_INPUT_HIGH (256u << 10) /* above it, a streaming writer waits (scmd_input_congested)  \
-                                      */
+#define SCMD_REPLAY_MAX  (1u << 20)            /* bytes of output kept for a Connect */
+#define SCMD_RECORD_HALF (SCMD_REPLAY_MAX / 2) /* each of a command's two output files */
+#define SCMD_INPUT_MAX   (4u << 20) /* bytes of input waiting for a command to read them */
+#define SCMD_INPUT_HIGH                                                                            \
+    (256u << 10) /* above it, a streaming writer waits (scmd_input_congested)                      \
+                  */
 
 struct scmd;
 
@@ -61,6 +63,12 @@ struct scmd {
     int signo;
     char error[256];
     uint64_t start_ns;
+    int64_t start_wall_ms;
+    /* its record in the run directory (command_record.c): the output file written now */
+    int record_fd;
+    unsigned record_file;
+    uint32_t record_seq;
+    size_t record_size;
     unsigned holds; /* attached streams that asked to stop reading (backpressure) */
     unsigned finish_tries;
     uv_timer_t finish_timer; /* its lifetime while it runs; the group's removal retries after */
@@ -106,6 +114,22 @@ void scmd_input_init(struct scmd *c);
 void scmd_input_release(struct scmd *c);
 /* For commands.c: one of the command's handles has closed; freed after the last. */
 void scmd_handle_closed(struct scmd *c);
+/* For command_record.c: output into the replay buffer (no record of it), a list freed. */
+void scmd_keep_for_replay(struct scmd *c, unsigned stream, const uint8_t *data, size_t len);
+void scmd_free_list(char **list);
+
+/* Its record in the run directory, for a daemon that adopts it after a restart
+ * (command_record.c): started once it runs (argv, env, cwd, start, lifetime), output added as it
+ * is read, closed when the daemon lets go of it, removed when it ended; loaded (cmd_id set) by
+ * the daemon that adopts it, -1 when there is none; forget removes one by id; remove_all every
+ * record of a sandbox that is gone. */
+void scmd_record_start(struct scmd *c);
+void scmd_record_output(struct scmd *c, unsigned stream, const uint8_t *data, size_t len);
+void scmd_record_close(struct scmd *c);
+void scmd_record_remove(struct scmd *c);
+int scmd_record_load(struct scmd *c);
+void scmd_record_forget(struct sbx *sb, uint32_t cmd_id);
+void scmd_record_remove_all(struct serve *d, const char *sandbox_id);
 
 /* The sandbox is gone: every command's listeners get on_end with the reason, all is freed. */
 void scmd_release_all(struct sbx *sb, const char *why);

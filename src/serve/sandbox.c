@@ -166,6 +166,7 @@ static void remove_leftovers(struct serve *d, const char *id)
         fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
     if (path_of(d, d->run_dir, id, SBX_SOCKET_SUFFIX, path, sizeof path, &err) == 0)
         unlink(path);
+    scmd_record_remove_all(d, id);
     if (path_of(d, d->sandboxes_dir, id, "", path, sizeof path, &err) == 0 &&
         disk_layer_remove(path, &err) < 0 && err.errnum != ENOENT)
         fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
