@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os'
 import { join, dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
-import { inspect } from 'node:util'
+import { inspect, isDeepStrictEqual } from 'node:util'
 
 const here = dirname(fileURLToPath(import.meta.url))
 export const ROOT = resolve(here, '..', '..')
@@ -75,7 +75,7 @@ export function todo(pass, name, why) {
   return report(!!pass, name, ` # TODO ${why}`)
 }
 export function is(got, want, name) {
-  const pass = report(Object.is(got, want) || JSON.stringify(got) === JSON.stringify(want), name)
+  const pass = report(isDeepStrictEqual(got, want), name)
   if (!pass) diag(`got:  ${inspect(got, { depth: 4 })}`, `want: ${inspect(want, { depth: 4 })}`)
   return pass
 }
@@ -92,7 +92,7 @@ export function assert(cond, msg = 'assertion failed') {
   if (!cond) throw new CheckFailed(msg)
 }
 export function eq(got, want, what = 'value') {
-  if (!(Object.is(got, want) || JSON.stringify(got) === JSON.stringify(want)))
+  if (!isDeepStrictEqual(got, want))
     throw new CheckFailed(`${what}: got ${inspect(got, { depth: 4 })}, want ${inspect(want, { depth: 4 })}`)
 }
 export function match(got, re, what = 'value') {
