@@ -99,9 +99,9 @@ export function match(got, re, what = 'value') {
   if (typeof got !== 'string' || !re.test(got))
     throw new CheckFailed(`${what}: got ${inspect(got)}, want match ${re}`)
 }
-// rejects(promiseOrFn, Class or class name, what): the call must fail with that class (by
-// instanceof when a class is given, and by name too, as the SDK sets each error's name); returns
-// the error for further checks.
+// rejects(promiseOrFn, Class or class name, what): the call must fail with that class (instanceof
+// when a class is given, so a subclass counts; the exact name when a name is given); returns the
+// error for further checks.
 export async function rejects(p, cls, what = 'call') {
   let err = null
   try {
@@ -111,7 +111,7 @@ export async function rejects(p, cls, what = 'call') {
   }
   if (!err) throw new CheckFailed(`${what}: resolved, want a ${typeof cls === 'string' ? cls : cls.name}`)
   const name = typeof cls === 'string' ? cls : cls.name
-  if ((typeof cls !== 'string' && !(err instanceof cls)) || err.name !== name)
+  if (typeof cls === 'string' ? err.name !== name : !(err instanceof cls))
     throw new CheckFailed(`${what}: got ${err?.name}: ${err?.message}, want a ${name}`)
   return err
 }
