@@ -243,6 +243,7 @@ await test('uploadUrl and downloadUrl: a plain fetch moves the file', async () =
 await test('signed URLs: an expired or forged signature gets 401', async () => {
   await sbx.files.write('/tmp/url/s.txt', 's')
   const good = new URL(await sbx.downloadUrl('/tmp/url/s.txt'))
+  eq((await fetch(good)).status, 200, 'the signed URL itself')
   const forged = new URL(good)
   forged.searchParams.set('signature', 'v1_' + 'A'.repeat(43))
   eq((await fetch(forged)).status, 401, 'forged')
