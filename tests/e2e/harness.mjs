@@ -20,7 +20,7 @@
 // (name -> the feature); it prints `ok N - name # SKIP pending: feature` without running.
 // HUTCH_E2E_RUN_PENDING=1 runs them anyway and reports them as `# TODO` (ok or not ok), so the
 // lead can see which have landed.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, chmodSync, rmSync, openSync, closeSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -207,6 +207,24 @@ export async function start(opts = {}) {
   process.on('uncaughtException', (e) => crash('uncaught exception', e))
   process.on('unhandledRejection', (e) => crash('unhandled rejection', e))
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => crash(`signal ${sig}`))
+  // The last net: node exits without done() (process.exit, or a top-level await that never
+  // settles once nothing else keeps it alive). Nothing async runs here, so a child node kills the
+  // sandboxes through the API (they would outlive the daemon) while this one waits for it.
+  process.on('exit', (code) => {
+    if (finishing) return
+    line(`not ok ${++n} - the file exited (status ${code}) before done()`)
+    line(`1..${n}`)
+    if (daemon && !daemonExit) {
+      spawnSync(process.execPath, ['--input-type=module', '-e', killAllScript], {
+        env: { ...process.env, HUTCH_E2E_URL: env.url, HUTCH_E2E_KEY: env.key },
+        stdio: 'ignore',
+        timeout: 30_000,
+      })
+      daemon.kill('SIGTERM')
+    }
+    if (tmp) rmSync(tmp, { recursive: true, force: true })
+    process.exitCode = 1
+  })
   const bin = process.env.HUTCH_E2E_BIN || join(ROOT, 'build', 'hutch-san')
   tmp = mkdtempSync(join(tmpdir(), 'hutch-e2e.'))
   chmodSync(tmp, 0o755)
@@ -271,6 +289,14 @@ async function allSandboxes() {
   return ids
 }
 
+const killAllScript = `
+const u = process.env.HUTCH_E2E_URL, h = { 'X-API-KEY': process.env.HUTCH_E2E_KEY }
+for (let i = 0; i < 20; i++) {
+  const l = await (await fetch(u + '/v2/sandboxes?state=running,paused&limit=1000', { headers: h })).json()
+  if (!l.length) break
+  for (const s of l) await fetch(u + '/sandboxes/' + s.sandboxID, { method: 'DELETE', headers: h })
+}`
+
 async function cleanup() {
   if (daemon && !daemonExit) {
     let left = null
@@ -309,7 +335,7 @@ async function cleanup() {
 
 async function crash(what, e) {
   if (finishing) return
-  report(false, `${what}: ${e?.name ?? ''} ${e?.message ?? e ?? ''}`.trim())
+  report(false, e === undefined ? what : `${what}: ${e?.name ?? ''} ${e?.message ?? e}`)
   if (e?.stack) diag(e.stack)
   await done()
 }
