@@ -83,7 +83,7 @@ await test('background: listed with its command, killed with its whole process t
   const n = await waitFor(async () => {
     const r = await sbx.commands.run(`pgrep -c -f "^sleep ${marker}$" || true`)
     return Number(r.stdout.trim()) >= 3 && r.stdout
-  }, 5_000)
+  }, 10_000)
   assert(n, 'three sleeps did not start')
   const p = (await sbx.commands.list()).find((x) => x.pid === h.pid)
   assert(p, `pid ${h.pid} not in list()`)
@@ -97,7 +97,7 @@ await test('background: listed with its command, killed with its whole process t
   const left = await waitFor(async () => {
     const r = await sbx.commands.run(`pgrep -c -f "^sleep ${marker}$" || true`)
     return r.stdout.trim() === '0'
-  }, 5_000)
+  }, 10_000)
   assert(left, 'a child of the killed command is still alive')
   assert(!(await sbx.commands.list()).some((x) => x.pid === h.pid), 'still listed after kill')
   eq(await sbx.commands.kill(h.pid), false, 'kill() again: false')
@@ -106,12 +106,12 @@ await test('background: listed with its command, killed with its whole process t
 
 await test('connect by pid: the output so far replayed, then the rest, then its end', async () => {
   const h = await sbx.commands.run('echo one; echo err-one >&2; read x; echo two $x; exit 3', { background: true, stdin: true })
-  await waitFor(() => h.stdout.includes('one\n'), 5_000)
+  await waitFor(() => h.stdout.includes('one\n'), 10_000)
   await h.disconnect()
   const got = []
   const c = await sbx.commands.connect(h.pid, { onStdout: (d) => got.push(d) })
   eq(c.pid, h.pid, 'pid')
-  await waitFor(() => got.join('').includes('one\n'), 5_000)
+  await waitFor(() => got.join('').includes('one\n'), 10_000)
   await sbx.commands.sendStdin(h.pid, 'later\n')
   const e = await rejects(c.wait(), CommandExitError, 'wait()')
   eq(e.exitCode, 3, 'exitCode')
@@ -125,7 +125,7 @@ await test('the run timeout kills a long command', async () => {
   const t0 = Date.now()
   await rejects(sbx.commands.run('sleep 30', { timeoutMs: 1500 }), TimeoutError, 'run')
   assert(Date.now() - t0 < 10_000, `took ${Date.now() - t0} ms`)
-  const left = await waitFor(async () => (await sbx.commands.run('pgrep -c -x -f "sleep 30" || true')).stdout.trim() === '0', 5_000)
+  const left = await waitFor(async () => (await sbx.commands.run('pgrep -c -x -f "sleep 30" || true')).stdout.trim() === '0', 10_000)
   assert(left, 'the command outlived its timeout')
 })
 
@@ -175,7 +175,7 @@ await test('two sandboxes at once: each its own files, env and processes', async
 
 await test('a background command lives through pause and resume, its pid still listed', async () => {
   const h = await sbx.commands.run('for i in $(seq 1 12); do echo tick $i; sleep 0.25; done', { background: true })
-  await waitFor(() => h.stdout.includes('tick 2'), 5_000)
+  await waitFor(() => h.stdout.includes('tick 2'), 10_000)
   eq(await sbx.pause(), true, 'pause()')
   await sleep(500)
   const r = await Sandbox.connect(sbx.sandboxId)
