@@ -4,7 +4,7 @@
 // metadata; watchDir; and paths that try to leave the sandbox.
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { Sandbox, FileNotFoundError, NotFoundError, SandboxError, FilesystemEventType } from 'e2b'
+import { Sandbox, FileNotFoundError, NotFoundError, SandboxError, InvalidArgumentError, FilesystemEventType } from 'e2b'
 import { start, done, test, assert, eq, match, rejects, waitFor } from './harness.mjs'
 
 const PENDING = {
@@ -185,15 +185,15 @@ await test('the user: root writes where the user cannot', async () => {
 })
 
 await test('bad paths: a directory read, a file listed, a file as a parent, NUL, too long', async () => {
-  await rejects(sbx.files.read('/tmp/f'), SandboxError, 'read of a directory')
-  await rejects(sbx.files.list('/tmp/f/a.txt'), SandboxError, 'list of a file')
-  await rejects(sbx.files.write('/tmp/f/a.txt/under', 'x'), SandboxError, 'a file as a parent')
-  await rejects(sbx.files.makeDir('/tmp/f/a.txt/d'), SandboxError, 'makeDir under a file')
-  await rejects(sbx.files.read('/tmp/a\0b'), SandboxError, 'a NUL in the path')
-  await rejects(sbx.files.write('/tmp/a\0b', 'x'), SandboxError, 'a NUL in the write path')
-  await rejects(sbx.files.getInfo('/tmp/' + 'n'.repeat(300)), SandboxError, 'a name of 300 bytes')
+  await rejects(sbx.files.read('/tmp/f'), InvalidArgumentError, 'read of a directory')
+  await rejects(sbx.files.list('/tmp/f/a.txt'), InvalidArgumentError, 'list of a file')
+  await rejects(sbx.files.write('/tmp/f/a.txt/under', 'x'), InvalidArgumentError, 'a file as a parent')
+  await rejects(sbx.files.makeDir('/tmp/f/a.txt/d'), InvalidArgumentError, 'makeDir under a file')
+  await rejects(sbx.files.read('/tmp/a\0b'), InvalidArgumentError, 'a NUL in the path')
+  await rejects(sbx.files.write('/tmp/a\0b', 'x'), InvalidArgumentError, 'a NUL in the write path')
+  await rejects(sbx.files.getInfo('/tmp/' + 'n'.repeat(300)), InvalidArgumentError, 'a name of 300 bytes')
   await rejects(sbx.files.read('/tmp' + '/d'.repeat(3000)), SandboxError, 'a path of 6 kB')
-  await rejects(sbx.files.write('', 'x'), SandboxError, 'an empty path')
+  await rejects(sbx.files.write('', 'x'), InvalidArgumentError, 'an empty path')
   eq(await sbx.files.read('/tmp/f/a.txt'), 'shorter', 'the files are untouched')
 })
 

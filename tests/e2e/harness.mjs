@@ -101,7 +101,8 @@ export function match(got, re, what = 'value') {
 }
 // rejects(promiseOrFn, Class or class name, what): the call must fail with that class (instanceof
 // when a class is given, so a subclass counts; the exact name when a name is given); returns the
-// error for further checks.
+// error for further checks. A TimeoutError (a subclass of SandboxError) counts only when it is the
+// class asked for: a call that hangs is never the refusal a check expects.
 export async function rejects(p, cls, what = 'call') {
   let err = null
   try {
@@ -111,7 +112,8 @@ export async function rejects(p, cls, what = 'call') {
   }
   if (!err) throw new CheckFailed(`${what}: resolved, want a ${typeof cls === 'string' ? cls : cls.name}`)
   const name = typeof cls === 'string' ? cls : cls.name
-  if (typeof cls === 'string' ? err.name !== name : !(err instanceof cls))
+  if ((typeof cls === 'string' ? err.name !== name : !(err instanceof cls)) ||
+    (err.name === 'TimeoutError' && name !== 'TimeoutError'))
     throw new CheckFailed(`${what}: got ${err?.name}: ${err?.message}, want a ${name}`)
   return err
 }
