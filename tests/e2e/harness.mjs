@@ -12,7 +12,8 @@
 // this work (it would fake create and allow one sandbox only).
 //
 // done(): kills every sandbox the daemon holds through the API (so the test leaves none behind,
-// whatever it did), checks that none is left, stops the daemon by its pid (SIGTERM, then SIGKILL),
+// whatever it did), checks that none is left and that the daemon holds no more fds than at its
+// start, stops the daemon by its pid (SIGTERM, then SIGKILL),
 // checks that it exited cleanly (no sanitizer report), removes the directories and prints the plan.
 // An uncaught error or unhandled rejection is a `not ok`, and the same cleanup runs.
 //
@@ -21,7 +22,7 @@
 // HUTCH_E2E_RUN_PENDING=1 runs them anyway and reports them as `# TODO` (ok or not ok), so the
 // lead can see which have landed.
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, chmodSync, rmSync, openSync, closeSync, readFileSync } from 'node:fs'
+import { mkdtempSync, chmodSync, rmSync, openSync, closeSync, readFileSync, readdirSync, readlinkSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, dirname, resolve } from 'node:path'
@@ -40,6 +41,7 @@ let tmp = null
 let logPath = null
 let finishing = false
 let pending = new Map()
+let fdsAtStart = -1
 const runPending = process.env.HUTCH_E2E_RUN_PENDING === '1'
 export const env = {} // url, key, port, stateDir, runDir
 
@@ -173,6 +175,44 @@ function logTail(lines = 40) {
 
 // ---------- the daemon ----------
 
+// The daemon's open fds but its clients' connections (the SDK keeps its connections alive, so
+// how many there are says nothing about the daemon): the sockets /proc/net/tcp shows established
+// on the daemon's port.
+function clientSockets() {
+  const inodes = new Set()
+  const port = env.port.toString(16).toUpperCase().padStart(4, '0')
+  for (const t of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = ''
+    try {
+      text = readFileSync(t, 'utf8')
+    } catch {}
+    for (const row of text.split('\n').slice(1)) {
+      const f = row.trim().split(/\s+/)
+      if (f.length > 9 && f[1].endsWith(':' + port) && f[3] === '01') inodes.add(`socket:[${f[9]}]`)
+    }
+  }
+  return inodes
+}
+function fdList() {
+  const clients = clientSockets()
+  try {
+    return readdirSync(`/proc/${daemon.pid}/fd`)
+      .map((f) => {
+        try {
+          return readlinkSync(`/proc/${daemon.pid}/fd/${f}`)
+        } catch {
+          return '?'
+        }
+      })
+      .filter((l) => !clients.has(l))
+  } catch {
+    return []
+  }
+}
+function fdCount() {
+  return fdList().length
+}
+
 function freePort() {
   return new Promise((res, rej) => {
     const s = createServer()
@@ -269,6 +309,7 @@ export async function start(opts = {}) {
     await done()
     return
   }
+  fdsAtStart = fdCount()
   process.env.E2B_API_KEY = key
   process.env.E2B_API_URL = env.url
   process.env.E2B_SANDBOX_URL = env.url
@@ -310,6 +351,10 @@ async function cleanup() {
     }
     report(left?.length === 0, 'every sandbox is killed through the API at the end')
     if (left?.length) diag(`left: ${left.join(' ')}`)
+    // every sandbox's fds (init's socket, pidfds, output pipes) are closed once it is gone
+    const fds = await waitFor(() => (fdCount() === fdsAtStart ? fdsAtStart : 0), 3_000)
+    if (!report(fds === fdsAtStart, `the daemon holds as many fds as at its start (${fdsAtStart})`))
+      diag(`now ${fdCount()}: ${fdList()}`)
     daemon.kill('SIGTERM')
     const exited = await waitFor(() => daemonExit, 10_000)
     if (!exited) {
