@@ -81,17 +81,17 @@ static int open_out(struct scmd *c, unsigned n, uint32_t seq)
     return 0;
 }
 
-void scmd_record_start(struct scmd *c)
+/* N.json: written whole to N.json.tmp, then renamed over it. */
+static int write_meta(struct scmd *c, char *dir, size_t dir_size)
 {
     struct serve *d = c->sb->d;
-    char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
-    c->record_fd = -1;
-    if (strfmt(dir, sizeof dir, "%s" RECORD_SUFFIX, c->sb->id) < 0 ||
+    char path[PATH_MAX], tmp[PATH_MAX];
+    if (strfmt(dir, dir_size, "%s" RECORD_SUFFIX, c->sb->id) < 0 ||
         json_path(c->sb, c->cmd_id, path, sizeof path) < 0 ||
         strfmt(tmp, sizeof tmp, "%s.tmp", path) < 0)
-        return;
+        return -1;
     if (mkdirat(d->run_fd, dir, 0700) < 0 && errno != EEXIST)
-        goto fail;
+        return -1;
     json_t *o = json_pack("{s:o, s:o, s:s?, s:s?, s:I, s:I}", "argv", list_json(c->argv), "envp",
                           list_json(c->envp), "cwd", c->cwd, "tag", c->tag, "startWallMs",
                           (json_int_t)c->start_wall_ms, "lifetimeMs", (json_int_t)c->lifetime_ms);
@@ -102,13 +102,25 @@ void scmd_record_start(struct scmd *c)
     if (fd >= 0)
         close(fd);
     free(text);
-    if (!written || renameat(d->run_fd, tmp, d->run_fd, path) < 0)
-        goto fail;
-    if (open_out(c, 0, 1) == 0)
+    return written && renameat(d->run_fd, tmp, d->run_fd, path) == 0 ? 0 : -1;
+}
+
+void scmd_record_start(struct scmd *c)
+{
+    char dir[PATH_MAX] = "";
+    c->record_fd = -1;
+    if (write_meta(c, dir, sizeof dir) == 0 && open_out(c, 0, 1) == 0)
         return;
-fail:
     fprintf(stderr, "hutch serve: %s: command %u: its record in %s: %s\n", c->sb->id, c->pid, dir,
             strerror(errno));
+}
+
+void scmd_record_update(struct scmd *c)
+{
+    char dir[PATH_MAX] = "";
+    if (c->record_fd >= 0 && write_meta(c, dir, sizeof dir) < 0)
+        fprintf(stderr, "hutch serve: %s: command %u: its record in %s: %s\n", c->sb->id, c->pid,
+                dir, strerror(errno));
 }
 
 void scmd_record_output(struct scmd *c, unsigned stream, const uint8_t *data, size_t len)

@@ -372,6 +372,26 @@ void scmd_set_lifetime(struct scmd *c, uint64_t lifetime_ms)
                    0);
 }
 
+void scmd_pause_all(struct sbx *sb)
+{
+    for (struct scmd *c = sb->cmds; c; c = c->next)
+        if (c->started && !c->exited && !c->ended && c->lifetime_ms)
+            uv_timer_stop(&c->finish_timer);
+}
+
+void scmd_resume_all(struct sbx *sb, uint64_t paused_ns)
+{
+    for (struct scmd *c = sb->cmds; c; c = c->next) {
+        if (!c->started || c->exited || c->ended)
+            continue;
+        c->start_ns += paused_ns; /* as if it had started later */
+        c->start_wall_ms += (int64_t)(paused_ns / 1000000u);
+        scmd_record_update(c);
+        if (c->lifetime_ms)
+            scmd_set_lifetime(c, c->lifetime_ms);
+    }
+}
+
 struct scmd *scmd_start(struct sbx *sb, const struct jail_command_spec *spec,
                         const struct scmd_listener *l, void *user, err_t *err)
 {

@@ -94,6 +94,10 @@ struct scmd *scmd_find(struct sbx *sb, uint32_t pid, const char *tag);
 /* Kills its whole tree lifetime_ms after it started (envd's Connect-Timeout-Ms on Start);
  * 0 leaves it to run. */
 void scmd_set_lifetime(struct scmd *c, uint64_t lifetime_ms);
+/* The sandbox is frozen, and thawed after paused_ns: a command's lifetime does not count the
+ * time it was frozen (as in E2B, whose paused VM has no clock running). */
+void scmd_pause_all(struct sbx *sb);
+void scmd_resume_all(struct sbx *sb, uint64_t paused_ns);
 /* SIGKILL takes its whole tree (its cgroup); another signal goes to its process group. */
 int scmd_signal(struct scmd *c, int signo, err_t *err);
 /* Writes to its stdin (or its pty), in order: what the fd does not take now waits and is written
@@ -124,6 +128,7 @@ void scmd_free_list(char **list);
  * the daemon that adopts it, -1 when there is none; forget removes one by id; remove_all every
  * record of a sandbox that is gone. */
 void scmd_record_start(struct scmd *c);
+void scmd_record_update(struct scmd *c); /* its start or lifetime moved */
 void scmd_record_output(struct scmd *c, unsigned stream, const uint8_t *data, size_t len);
 void scmd_record_close(struct scmd *c);
 void scmd_record_remove(struct scmd *c);

@@ -549,6 +549,8 @@ static void freeze_poll(uv_timer_t *t)
         return;
     }
     sb->state = SANDBOX_PAUSED;
+    sb->paused_at_ns = jail_now_ns();
+    scmd_pause_all(sb);
     uv_timer_stop(&sb->deadline_timer);
     finish_step(sb, 0, NULL);
 }
@@ -580,6 +582,9 @@ int sbx_resume(struct sbx *sb, err_t *err)
                                  SANDBOX_RUNNING, NULL, "resumed", NULL, err) < 0)
         return -1;
     sb->state = SANDBOX_RUNNING;
+    if (sb->paused_at_ns)
+        scmd_resume_all(sb, jail_now_ns() - sb->paused_at_ns);
+    sb->paused_at_ns = 0;
     if (sb->adopt_on_resume) {
         sb->adopt_on_resume = false;
         scmd_adopt_all(sb);

@@ -37,6 +37,7 @@ struct sbx {
     bool auto_pause;
     bool auto_resume; /* its next envd request resumes it when paused */
     int64_t deadline_ms;
+    uint64_t paused_at_ns; /* jail_now_ns when it froze; 0 when not known (reopened paused) */
     char envd_token[STORE_TOKEN_MAX + 1];
     struct jail jail;
     bool have_jail;

@@ -2,7 +2,8 @@
 # What a restarted daemon knows of the commands that ran on while it was gone (kill -9): the
 # output it had read before (replayed by Connect, in order, the last of a long one as a
 # contiguous tail), what List shows (argv, cwd), a command's lifetime (Connect-Timeout-Ms on
-# Start) still counted from its start, and no record left once commands and sandbox are gone.
+# Start) still counted from its start (and not while the sandbox was paused), and no record
+# left once commands and sandbox are gone.
 . "$(dirname "$0")/lib.sh"
 
 KEY=test-key-$$-$RANDOM
@@ -111,6 +112,19 @@ list=$(client list)
 grep -q "^$pt " <<<"$list" && not_ok "the adopted command's lifetime ran out on time (6 s after its start)" ||
     ok "the adopted command's lifetime ran out on time (6 s after its start)"
 grep -q "^$pa " <<<"$list" && ok "the command without a lifetime runs on" || not_ok "the command without a lifetime runs on"
+
+# a lifetime does not count while the sandbox is paused (E2B's paused VM has no clock running)
+pp=$(client start 'sleep 100' 3000)
+curl -s -o /dev/null -X POST -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx/pause"
+sleep 4
+curl -s -o /dev/null -X POST -H "X-API-KEY: $KEY" -d '{"timeout":900}' "$U/sandboxes/$sbx/connect"
+sleep 0.5
+grep -q "^$pp " <<<"$(client list)" && ok "a command whose 3 s lifetime passed while paused runs on after the resume" ||
+    not_ok "a command whose 3 s lifetime passed while paused runs on after the resume"
+sleep 4
+grep -q "^$pp " <<<"$(client list)" && not_ok "... and its lifetime's rest runs out after the resume" ||
+    ok "... and its lifetime's rest runs out after the resume"
+
 curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx"
 sbx_gone=$sbx
 sbx=
