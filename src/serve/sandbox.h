@@ -24,6 +24,7 @@
 struct agent_pending;
 struct agent_sub;
 struct scmd;
+struct swatch;
 
 typedef void (*sbx_done_fn)(struct sbx *sb, int rc, const char *message, void *user);
 
@@ -54,7 +55,9 @@ struct sbx {
     uint32_t next_request;
     struct agent_pending *pending;
     struct agent_sub *subs;
-    struct scmd *cmds; /* commands.c */
+    struct scmd *cmds;        /* commands.c */
+    struct swatch *watchers;  /* envd_watch.c: CreateWatcher's */
+    unsigned n_watchers;
     struct sbx *next;
 };
 
