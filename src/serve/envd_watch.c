@@ -366,8 +366,7 @@ static int deliver(struct swatch *w, uint32_t kind, const char *name)
 
 /* init's messages for a running watch: WATCH_EVENTS, its last one WATCH_ENDED, or NULL when the
  * sandbox (or init's channel) went. */
-static void on_watch_message(struct sbx *sb, struct jail_agent_msg *m, const char *why,
-                             void *user)
+static void on_watch_message(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
 {
     struct swatch *w = user;
     if (!m || m->type == PROTO_WATCH_ENDED) {

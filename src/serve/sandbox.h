@@ -46,7 +46,7 @@ struct sbx {
     unsigned open_handles;
     bool ctl_polling, pidfd_polling, killing, gone;
     bool adopt_on_resume; /* reopened paused: its commands are attached once it runs */
-    unsigned step_count;                   /* removal retries, freeze polls */
+    unsigned step_count;  /* removal retries, freeze polls */
     char end_reason[STORE_REASON_MAX + 1]; /* why it is being killed */
     /* the one lifecycle step in progress and who waits for it */
     sbx_done_fn done;
@@ -55,8 +55,8 @@ struct sbx {
     uint32_t next_request;
     struct agent_pending *pending;
     struct agent_sub *subs;
-    struct scmd *cmds;        /* commands.c */
-    struct swatch *watchers;  /* envd_watch.c: CreateWatcher's */
+    struct scmd *cmds;       /* commands.c */
+    struct swatch *watchers; /* envd_watch.c: CreateWatcher's */
     unsigned n_watchers;
     struct sbx *next;
 };
