@@ -77,6 +77,18 @@ watch_bg() {
     watch_pid=$!
     bg_pids+=("$watch_pid")
 }
+# reap PID: waits for a background curl that ends by itself; off the list that is killed on exit
+# (its pid may be another process's by then). stop_bg PID: kills it first (still running).
+reap() {
+    wait "$1" 2>/dev/null
+    local p keep=()
+    for p in "${bg_pids[@]}"; do [ "$p" != "$1" ] && keep+=("$p"); done
+    bg_pids=("${keep[@]}")
+}
+stop_bg() {
+    kill "$1" 2>/dev/null
+    reap "$1"
+}
 # frames FILE: the stream's frames so far, one JSON a line ("EOS " before the end-of-stream).
 frames() {
     python3 - "$1" <<'EOF'
@@ -102,7 +114,7 @@ for line in sys.stdin:
 wait_for() {
     local i
     for i in $(seq $((${3:-10} * 10))); do
-        frames "$1" | grep -Eq "$2" && return 0
+        frames "$1" 2>/dev/null | grep -Eq "$2" && return 0
         sleep 0.1
     done
     return 1
@@ -146,8 +158,7 @@ sleep 2.2
     not_ok "Keepalive-Ping-Interval 1: keepalive frames when quiet"
 frames "$scratch/s1" | grep -q '^EOS' && not_ok "the stream stays open while its client is there" ||
     ok "the stream stays open while its client is there"
-kill "$watch_pid" 2>/dev/null
-wait "$watch_pid" 2>/dev/null
+stop_bg "$watch_pid"
 
 # --- recursive ---
 watch_bg "$scratch/s2" '{"path":"/home/user/w","recursive":true}'
@@ -160,31 +171,30 @@ CREATE new' "$ev" && ok "recursive: a subdirectory's file is named sub/x" ||
     { not_ok "recursive: a subdirectory's file is named sub/x"; diag "$ev"; }
 grep -q '^CREATE new/y$' <<<"$ev" && ok "recursive: a new subdirectory is watched too (new/y)" ||
     { not_ok "recursive: a new subdirectory is watched too (new/y)"; diag "$ev"; }
-kill "$watch_pid" 2>/dev/null
-wait "$watch_pid" 2>/dev/null
+stop_bg "$watch_pid"
 
 # --- errors ---
 watch_bg "$scratch/e1" '{"path":"/home/user/nope"}'
-wait "$watch_pid"
+reap "$watch_pid"
 like "$(frames "$scratch/e1")" '^EOS \{"error":\{"code":"not_found"' "a missing directory: not_found in the end-of-stream frame"
 sh_in 'echo x > afile' >/dev/null
 watch_bg "$scratch/e2" '{"path":"afile"}'
-wait "$watch_pid"
+reap "$watch_pid"
 like "$(frames "$scratch/e2")" '^EOS \{"error":\{"code":"invalid_argument"' "a file, not a directory: invalid_argument"
 out=$(curl -s -w '\n%{http_code}' -H "Content-Type: application/connect+json" -H "E2b-Sandbox-Id: $A" \
     -H "X-Access-Token: $T" --data-binary '{"path":"w"}' "$U/filesystem.Filesystem/WatchDir")
 like "$out" 'invalid_argument' "a body that is not an envelope: invalid_argument"
 watch_bg "$scratch/e3" '{"path":'
-wait "$watch_pid"
+reap "$watch_pid"
 like "$(frames "$scratch/e3")" 'invalid_argument' "malformed JSON in the envelope: invalid_argument"
 watch_bg "$scratch/e4" "{\"path\":\"/$(head -c 5000 /dev/zero | tr '\0' a)\"}"
-wait "$watch_pid"
+reap "$watch_pid"
 like "$(frames "$scratch/e4")" 'invalid_argument' "a 5000-byte path: invalid_argument"
 watch_bg "$scratch/e5" "{\"path\":\"/home/user/$(head -c 300 /dev/zero | tr '\0' a)\"}"
-wait "$watch_pid"
+reap "$watch_pid"
 like "$(frames "$scratch/e5")" 'invalid_argument' "a 300-byte name: invalid_argument"
 watch_bg "$scratch/e6" '{"path":"w","recursive":"yes"}'
-wait "$watch_pid"
+reap "$watch_pid"
 like "$(frames "$scratch/e6")" 'invalid_argument' "recursive that is not a boolean: invalid_argument"
 out=$(curl -s -w '\n%{http_code}' -H "Content-Type: application/connect+json" -H "E2b-Sandbox-Id: $A" \
     -H "X-Access-Token: wrong" --data-binary '{}' "$U/filesystem.Filesystem/WatchDir")
@@ -194,10 +204,10 @@ like "$out" 'unauthenticated' "a wrong access token: unauthenticated"
 mkdir -p "$scratch/host-only"
 sh_in "ln -s '$scratch/host-only' hostlink; ln -s / rootlink" >/dev/null
 watch_bg "$scratch/h1" '{"path":"hostlink"}'
-wait "$watch_pid"
+reap "$watch_pid"
 like "$(frames "$scratch/h1")" 'not_found' "a symlink to a host path: not_found (that path is not in the sandbox)"
 watch_bg "$scratch/h2" "{\"path\":\"../../../../..$scratch/host-only\"}"
-wait "$watch_pid"
+reap "$watch_pid"
 like "$(frames "$scratch/h2")" 'not_found' "../../ up to a host path: not_found"
 watch_bg "$scratch/h3" '{"path":"rootlink/tmp"}'
 wait_for "$scratch/h3" '"start"'
@@ -209,12 +219,11 @@ rm -f "/tmp/hutch-watch-host-marker-$$"
 grep -q '^CREATE inside-marker$' <<<"$ev" && ! grep -q 'host-marker' <<<"$ev" &&
     ok "a symlink to /: the sandbox's /tmp is watched, not the host's" ||
     { not_ok "a symlink to /: the sandbox's /tmp is watched, not the host's"; diag "$ev"; }
-kill "$watch_pid" 2>/dev/null
-wait "$watch_pid" 2>/dev/null
+stop_bg "$watch_pid"
 
 # --- Connect-Timeout-Ms ---
-watch_bg "$scratch/t1" '{"path":"w"}'
-wait "$watch_pid"
+python3 -c 'import sys,struct; d=sys.argv[1].encode(); sys.stdout.buffer.write(b"\0"+struct.pack(">I",len(d))+d)' \
+    '{"path":"w"}' >"$scratch/t1.req"
 took=$(curl -sN -o "$scratch/t1" -w '%{time_total}' -H "Content-Type: application/connect+json" \
     -H "Connect-Timeout-Ms: 1000" -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $T" \
     --data-binary @"$scratch/t1.req" "$U/filesystem.Filesystem/WatchDir")
@@ -234,15 +243,13 @@ inotify_before=$(inotify_in_sandbox)
 watch_bg "$scratch/loop" '{"path":"w"}'
 wait_for "$scratch/loop" '"start"' 5
 is "$(inotify_in_sandbox)" $((inotify_before + 1)) "while a watch is open, its files worker holds one inotify instance more"
-kill "$watch_pid" 2>/dev/null
-wait "$watch_pid" 2>/dev/null
+stop_bg "$watch_pid"
 fds_before=$(ls /proc/$daemon/fd | wc -l)
 fails=0
 for i in $(seq 65); do
     watch_bg "$scratch/loop" '{"path":"w"}'
     wait_for "$scratch/loop" '"start"' 5 || { fails=$((fails + 1)); frames "$scratch/loop" | head -n2 | diag_in; }
-    kill "$watch_pid" 2>/dev/null
-    wait "$watch_pid" 2>/dev/null
+    stop_bg "$watch_pid"
 done
 is "$fails" 0 "65 watches one after the other, each client gone: every one starts (none left behind in init)"
 for _ in $(seq 30); do [ "$(inotify_in_sandbox)" = "$inotify_before" ] && break; sleep 0.1; done
@@ -350,7 +357,7 @@ kpid_file=$scratch/k1
 watch_bg "$kpid_file" '{"path":"/home/user"}'
 wait_for "$kpid_file" '"start"'
 api -X DELETE "$U/sandboxes/$K" >/dev/null
-wait "$watch_pid"
+reap "$watch_pid"
 like "$(frames "$kpid_file" | tail -n1)" '^EOS \{"error":\{"code":"unavailable"' "its sandbox killed: the stream ends with unavailable"
 A=$A0 T=$T0
 
