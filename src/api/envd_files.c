@@ -225,20 +225,79 @@ char *envd_list_reply_files(const struct proto_file_entry *entries, size_t n)
     return list ? dump(json_pack("{s:o}", "entries", list)) : NULL;
 }
 
-char *envd_watch_event(uint32_t kind, const char *name)
+static const char *event_type_name(uint32_t kind)
 {
     static const char *const names[] = {
         [PROTO_WATCH_CREATE] = "EVENT_TYPE_CREATE", [PROTO_WATCH_WRITE] = "EVENT_TYPE_WRITE",
         [PROTO_WATCH_REMOVE] = "EVENT_TYPE_REMOVE", [PROTO_WATCH_RENAME] = "EVENT_TYPE_RENAME",
         [PROTO_WATCH_CHMOD] = "EVENT_TYPE_CHMOD",
     };
-    if (kind >= sizeof names / sizeof names[0] || !names[kind])
-        return NULL;
-    return dump(
-        json_pack("{s:{s:o, s:s}}", "filesystem", "name", name_string(name), "type", names[kind]));
+    return kind < sizeof names / sizeof names[0] ? names[kind] : NULL;
+}
+
+/* FilesystemEvent: {"name", "type"}; NULL for a kind that has no EventType. */
+static json_t *event_object(uint32_t kind, const char *name)
+{
+    const char *type = event_type_name(kind);
+    return type ? json_pack("{s:o, s:s}", "name", name_string(name), "type", type) : NULL;
+}
+
+char *envd_watch_event(uint32_t kind, const char *name)
+{
+    json_t *e = event_object(kind, name);
+    return e ? dump(json_pack("{s:o}", "filesystem", e)) : NULL;
 }
 
 char *envd_watch_start(void)
 {
     return dump(json_pack("{s:{}}", "start"));
+}
+
+char *envd_watch_keepalive(void)
+{
+    return dump(json_pack("{s:{}}", "keepalive"));
+}
+
+int envd_watcher_id_parse(const char *json, char out[ENVD_WATCHER_ID_MAX + 1], err_t *err)
+{
+    out[0] = '\0';
+    json_t *root = api_json_object(json, json ? strlen(json) : 0, err);
+    if (!root)
+        return -1;
+    const json_t *v = json_object_get(root, "watcherId");
+    const char *id = v ? api_json_string(v, "watcherId", ENVD_WATCHER_ID_MAX, err) : NULL;
+    int rc = 0;
+    if (!v)
+        rc = api_input_error(err, EINVAL, "watcherId is missing");
+    else if (!id)
+        rc = -1;
+    else if (!id[0])
+        rc = api_input_error(err, EINVAL, "watcherId is empty");
+    for (const char *c = id; rc == 0 && *c; c++)
+        if (*c < 0x21 || *c > 0x7e)
+            rc = api_input_error(err, EINVAL, "watcherId holds a byte that is not printable ASCII");
+    if (rc == 0)
+        snprintf(out, ENVD_WATCHER_ID_MAX + 1, "%s", id);
+    json_decref(root);
+    return rc;
+}
+
+char *envd_watcher_created(const char *id)
+{
+    return dump(json_pack("{s:s}", "watcherId", id));
+}
+
+char *envd_watcher_events_reply(const struct envd_watch_item *items, size_t n)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < n; i++) {
+        if (!event_type_name(items[i].kind))
+            continue;
+        json_t *e = event_object(items[i].kind, items[i].name);
+        if (!e || json_array_append_new(list, e) < 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list ? dump(json_pack("{s:o}", "events", list)) : NULL;
 }

@@ -58,3 +58,22 @@ char *envd_list_reply_files(const struct proto_file_entry *entries, size_t n);
 char *envd_watch_event(uint32_t kind, const char *name);
 /* WatchDir's first frame: {"start":{}}. */
 char *envd_watch_start(void);
+/* WatchDir's keepalive frame: {"keepalive":{}}. */
+char *envd_watch_keepalive(void);
+
+/* The watcher calls (CreateWatcher takes WatchDir's request). A watcher id as the daemon makes
+ * them ("w" and hex digits) is far shorter; one from a client is checked against this. */
+#define ENVD_WATCHER_ID_MAX 64
+/* GetWatcherEvents, RemoveWatcher: {"watcherId": "..."}: non-empty, at most ENVD_WATCHER_ID_MAX
+ * bytes of printable ASCII; -1 with err (EINVAL) otherwise. */
+int envd_watcher_id_parse(const char *json, char out[ENVD_WATCHER_ID_MAX + 1], err_t *err);
+/* CreateWatcher's answer: {"watcherId": id}. */
+char *envd_watcher_created(const char *id);
+/* One buffered event of a watcher. */
+struct envd_watch_item {
+    uint32_t kind; /* PROTO_WATCH_CREATE .. PROTO_WATCH_CHMOD */
+    const char *name;
+};
+/* GetWatcherEvents' answer: {"events": [{"name", "type"}...]} in order; an item of another kind
+ * (OVERFLOW) is left out. */
+char *envd_watcher_events_reply(const struct envd_watch_item *items, size_t n);

@@ -12,6 +12,7 @@
 #include "api/connect_rpc.h"
 #include "api/control_json.h"
 #include "serve/envd_routes.h"
+#include "serve/envd_watch.h"
 #include "serve/routes.h"
 #include "serve/sandbox.h"
 
@@ -109,7 +110,11 @@ void routes_envd(struct serve *d, struct http_exchange *x, const struct http_req
     static const char filesystem[] = "/filesystem.Filesystem/";
     if (strncmp(req->path, filesystem, sizeof filesystem - 1) == 0 &&
         strcmp(req->method, "POST") == 0) {
-        envd_files_rpc_route(d, sb, x, req, req->path + sizeof filesystem - 1);
+        const char *method = req->path + sizeof filesystem - 1;
+        if (envd_watch_handles(method))
+            envd_watch_route(d, sb, x, req, method);
+        else
+            envd_files_rpc_route(d, sb, x, req, method);
         return;
     }
     if (strcmp(req->path, "/files") == 0) {

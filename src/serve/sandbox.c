@@ -15,6 +15,7 @@
 #include "jail/record.h"
 #include "serve/agent.h"
 #include "serve/commands.h"
+#include "serve/envd_watch.h"
 #include "util/strfmt.h"
 
 #define SBX_SOCKET_SUFFIX   ".sock"
@@ -105,6 +106,7 @@ static void sbx_release(struct sbx *sb)
     layer_wait_end(sb);
     unlink_from_list(sb);
     agent_fail_all(sb, "the sandbox is gone");
+    envd_watch_release_all(sb);
     scmd_release_all(sb, sb->killing ? "the sandbox was killed" : "the daemon is stopping");
     uv_close((uv_handle_t *)&sb->deadline_timer, handle_closed);
     uv_close((uv_handle_t *)&sb->step_timer, handle_closed);

@@ -27,6 +27,7 @@ struct agent_sub;
 struct scmd;
 struct disk_layer_job;
 struct layer_wait;
+struct swatch;
 
 typedef void (*sbx_done_fn)(struct sbx *sb, int rc, const char *message, void *user);
 
@@ -63,7 +64,9 @@ struct sbx {
     uint32_t next_request;
     struct agent_pending *pending;
     struct agent_sub *subs;
-    struct scmd *cmds; /* commands.c */
+    struct scmd *cmds;       /* commands.c */
+    struct swatch *watchers; /* envd_watch.c: CreateWatcher's */
+    unsigned n_watchers;
     struct sbx *next;
 };
 

@@ -13,8 +13,6 @@ const PENDING = {
   'gzip: a gzip upload and a gzip download': 'gzip uploads',
   'uploadUrl and downloadUrl: a plain fetch moves the file': 'signed download/upload URLs',
   'signed URLs: an expired or forged signature gets 401': 'signed download/upload URLs',
-  'watchDir: create, write, rename and remove events, recursive': 'WatchDir/watchers',
-  'watchDir: a missing directory is NotFoundError': 'WatchDir/watchers',
 }
 
 await start({ pending: PENDING })

@@ -2,7 +2,9 @@
  * for paths, the user), the rest (up to its first NUL) is the message JSON or the path. Checked:
  * a parsed request has a non-empty path (and destination for Move) within ENVD_PATH_MAX and a
  * depth of 1..64, or the failure has an errno, a message and a cleared request; an absolute path
- * starts with '/', keeps an absolute input as it is, and a relative one below the user's home. */
+ * starts with '/', keeps an absolute input as it is, and a relative one below the user's home.
+ * Every input is also a watcher call's {watcherId}: taken only as 1..64 bytes of printable ASCII.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else {
             fuzz_assert(err.errnum == EINVAL || err.errnum == ENAMETOOLONG);
         }
+    }
+    static char id[ENVD_WATCHER_ID_MAX + 1];
+    if (envd_watcher_id_parse(s, id, &err) == 0) {
+        fuzz_assert(id[0] && strlen(id) <= ENVD_WATCHER_ID_MAX);
+        for (const char *c = id; *c; c++)
+            fuzz_assert(*c > 0x20 && *c < 0x7f);
+    } else {
+        fuzz_assert(err.errnum && !id[0]);
     }
     free(s);
     return 0;

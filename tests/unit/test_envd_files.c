@@ -140,5 +140,59 @@ int main(void)
     text = envd_watch_start();
     is_str(text, "{\"start\":{}}", "WatchDir's first frame");
     free(text);
+    text = envd_watch_keepalive();
+    is_str(text, "{\"keepalive\":{}}", "WatchDir's keepalive frame");
+    free(text);
+
+    /* the watcher calls */
+    char id[ENVD_WATCHER_ID_MAX + 1];
+    ok(envd_watcher_id_parse("{\"watcherId\":\"w0123abcd\"}", id, &err) == 0 &&
+           strcmp(id, "w0123abcd") == 0,
+       "GetWatcherEvents / RemoveWatcher {watcherId}");
+    static const char *const bad_ids[] = {
+        "{}",
+        "{\"watcherId\":\"\"}",
+        "{\"watcherId\":7}",
+        "{\"watcherId\":null}",
+        "{\"watcherId\":\"a b\"}",
+        "{\"watcherId\":\"a\\nb\"}",
+        "{\"watcherId\":\"a\\u0000b\"}",
+        "{\"watcherId\":\"\u00e9\"}",
+        "{\"watcherId\":\"a\",\"watcherId\":\"b\"}",
+        "{\"watcherId\":",
+        "[\"w1\"]",
+        "{\"watcherId\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
+    };
+    for (size_t i = 0; i < sizeof bad_ids / sizeof *bad_ids; i++) {
+        err = (err_t){0};
+        strcpy(id, "stale");
+        ok(envd_watcher_id_parse(bad_ids[i], id, &err) < 0 && err.errnum && err.msg[0] && !id[0],
+           "a bad watcherId is refused: %s", bad_ids[i]);
+    }
+    char sixty_four[80];
+    memset(sixty_four, 'a', 64);
+    sixty_four[64] = '\0';
+    char body[128];
+    snprintf(body, sizeof body, "{\"watcherId\":\"%s\"}", sixty_four);
+    ok(envd_watcher_id_parse(body, id, &err) == 0 && strlen(id) == 64,
+       "a watcherId of ENVD_WATCHER_ID_MAX bytes is taken");
+    text = envd_watcher_created("w42");
+    is_str(text, "{\"watcherId\":\"w42\"}", "CreateWatcher's answer");
+    free(text);
+    struct envd_watch_item items[] = {{PROTO_WATCH_CREATE, "a"},
+                                      {PROTO_WATCH_OVERFLOW, "."},
+                                      {PROTO_WATCH_RENAME, "d/\xff"},
+                                      {PROTO_WATCH_CHMOD, "b"}};
+    text = envd_watcher_events_reply(items, 4);
+    is_str(
+        text,
+        "{\"events\":[{\"name\":\"a\",\"type\":\"EVENT_TYPE_CREATE\"},{\"name\":\"d/\xef\xbf\xbd\","
+        "\"type\":\"EVENT_TYPE_RENAME\"},{\"name\":\"b\",\"type\":\"EVENT_TYPE_CHMOD\"}]}",
+        "GetWatcherEvents' answer: in order, an overflow left out, a name that is not UTF-8 with "
+        "U+FFFD");
+    free(text);
+    text = envd_watcher_events_reply(NULL, 0);
+    is_str(text, "{\"events\":[]}", "no events: an empty list");
+    free(text);
     return done_testing();
 }
