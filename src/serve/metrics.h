@@ -1,5 +1,5 @@
 /* A sandbox's metrics as E2B's getMetrics() reads them: sampled by the daemon on a timer while
- * the sandbox runs (the first sample a second after it starts or resumes, then every
+ * the sandbox runs (the first sample half a second after it starts or resumes, then every
  * METRICS_INTERVAL_MS), kept in a bounded ring in memory (METRICS_RING_MAX samples: an hour).
  *
  * A sample reads the sandbox's cgroup through the engine (cgroup_read_cpu_ns,
@@ -17,7 +17,7 @@
 
 #include "api/metrics_json.h"
 
-#define METRICS_FIRST_MS    1000
+#define METRICS_FIRST_MS    500
 #define METRICS_INTERVAL_MS 5000
 #define METRICS_RING_MAX    720
 
