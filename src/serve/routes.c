@@ -102,11 +102,12 @@ static void respond_sandbox(struct call *c, int status, const char *id, enum api
     free(json);
 }
 
-/* The live sandbox a path names, or an answer: 404 for one that is unknown or has ended. */
+/* The live sandbox a path names, or an answer: 404 for one that is unknown or has ended (one
+ * whose processes are being killed for a pause without memory is paused, not ending). */
 static struct sbx *live_or_404(struct call *c, const char *id)
 {
     struct sbx *sb = sbx_find(c->d, id);
-    if (!sb || sb->killing) {
+    if (!sb || (sb->killing && !sb->cold_stopping)) {
         if (c->x)
             http_respond_error(c->x, 404, "sandbox %s not found", id);
         return NULL;

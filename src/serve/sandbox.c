@@ -630,10 +630,11 @@ static void boot_later(uv_timer_t *t)
 
 int sbx_boot(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
 {
+    if (sb->cold_stopping || sb->booting || sb->done)
+        return err_set(err, EBUSY, "sandbox %s is %s", sb->id,
+                       sb->cold_stopping ? "being paused" : "busy");
     if (sb->state != SANDBOX_PAUSED || !sb->cold || sb->killing)
         return err_set(err, EINVAL, "sandbox %s is not paused without memory", sb->id);
-    if (sb->done || sb->booting)
-        return err_set(err, EBUSY, "sandbox %s is busy", sb->id);
     sb->booting = true;
     if (sb->polls_closing) { /* the last init's polls close at the end of this loop turn */
         sb->done = done;
