@@ -1,8 +1,9 @@
 /* The daemon's live sandboxes: each one's engine handle (struct jail), its state as the store
  * keeps it, its deadline, and the steps of its lifecycle, each driven by the loop.
  *
- *   sbx_create()   a uid range, a disk layer, init's socket, jail_start_begin; done() is called
- *                  once init said READY (or setup failed: everything is undone, the row failed)
+ *   sbx_create()   a disk layer (mke2fs, waited for by its pidfd), a uid range, init's socket,
+ *                  jail_start_begin; done() is called once init said READY (or setup failed:
+ *                  everything is undone, the row failed)
  *   sbx_kill()     jail_kill, then (pidfd readable) reap, remove the cgroup (retrying while it is
  *                  busy), drop the record, the socket and the disk layer; the row killed
  *   sbx_pause()    freeze, done() once every task is frozen; sbx_resume() thaws
@@ -29,6 +30,8 @@ struct agent_pending;
 struct agent_sub;
 struct scmd;
 struct sbx_metrics;
+struct disk_layer_job;
+struct layer_wait;
 
 typedef void (*sbx_done_fn)(struct sbx *sb, int rc, const char *message, void *user);
 
@@ -43,6 +46,11 @@ struct sbx {
     struct jail jail;
     bool have_jail;
     struct uid_range uids;
+    /* while creating: its disk layer being made (mke2fs waited for through its pidfd), and the
+     * limits the start after it needs */
+    struct disk_layer_job *layer_job;
+    struct layer_wait *layer_wait;
+    uint32_t memory_mb, cpu_count, disk_mb;
     uv_poll_t ctl_poll;   /* control_fd: READY while creating, then init's messages */
     uv_poll_t pidfd_poll; /* init's pidfd, while killing */
     uv_timer_t deadline_timer;
@@ -54,7 +62,6 @@ struct sbx {
     bool cold_stopping;     /* its processes are being killed for a cold pause (the kill's steps) */
     bool booting;           /* cold-paused, being started again (the create's steps) */
     unsigned polls_closing; /* ctl_poll, pidfd_poll closed after a cold pause, not yet done */
-    unsigned cpu_count, memory_mb;
     struct sbx_metrics *metrics;           /* metrics.c */
     unsigned step_count;                   /* removal retries, freeze polls */
     char end_reason[STORE_REASON_MAX + 1]; /* why it is being killed */
