@@ -161,15 +161,23 @@ static int path_of(const struct serve *d, const char *dir, const char *id, const
 
 /* What is left of a sandbox on the host once its processes are gone: its record, its init's
  * socket, its disk layer. Errors are logged: the row says how it ended regardless. */
-static void remove_leftovers(struct serve *d, const char *id)
+/* The run directory's part of it: what a pause without memory removes too. */
+static void remove_run_files(struct serve *d, const char *id)
 {
     err_t err;
     char path[PATH_MAX];
-    if (jail_record_remove(d->run_fd, id, &err) < 0)
+    if (jail_record_remove(d->run_fd, id, &err) < 0 && err.errnum != ENOENT)
         fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
     if (path_of(d, d->run_dir, id, SBX_SOCKET_SUFFIX, path, sizeof path, &err) == 0)
         unlink(path);
     scmd_record_remove_all(d, id);
+}
+
+static void remove_leftovers(struct serve *d, const char *id)
+{
+    err_t err;
+    char path[PATH_MAX];
+    remove_run_files(d, id);
     if (path_of(d, d->sandboxes_dir, id, "", path, sizeof path, &err) == 0 &&
         disk_layer_remove(path, &err) < 0 && err.errnum != ENOENT)
         fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
@@ -651,16 +659,10 @@ static void poll_closed(uv_handle_t *h)
  * init's fds are closed, so that a boot can make them again for the next init's. */
 static void cold_stop_finish(struct sbx *sb)
 {
-    struct serve *d = sb->d;
-    err_t err;
-    char path[PATH_MAX];
     sb->cold_stopping = sb->killing = false;
     sb->end_reason[0] = '\0';
-    if (jail_record_remove(d->run_fd, sb->id, &err) < 0)
-        fprintf(stderr, "hutch serve: %s: %s\n", sb->id, err.msg);
-    if (path_of(d, d->run_dir, sb->id, SBX_SOCKET_SUFFIX, path, sizeof path, &err) == 0)
-        unlink(path);
     scmd_release_all(sb, "the sandbox was paused without its memory");
+    remove_run_files(sb->d, sb->id); /* after the commands: their records go with them */
     uv_handle_t *polls[] = {(uv_handle_t *)&sb->ctl_poll, (uv_handle_t *)&sb->pidfd_poll};
     for (size_t i = 0; i < 2; i++)
         if (polls[i]->data == sb && !uv_is_closing(polls[i])) {
@@ -809,13 +811,9 @@ static void mark_failed(struct serve *d, const char *id, const char *why)
 static bool reopen_cold(struct serve *d, const struct live_row *r)
 {
     err_t err;
-    char path[PATH_MAX];
     if (cgroup_remove_by_name(d->cgroups, r->id, &err) < 0)
         fprintf(stderr, "hutch serve: %s: %s\n", r->id, err.msg);
-    if (jail_record_remove(d->run_fd, r->id, &err) < 0 && err.errnum != ENOENT)
-        fprintf(stderr, "hutch serve: %s: %s\n", r->id, err.msg);
-    if (path_of(d, d->run_dir, r->id, SBX_SOCKET_SUFFIX, path, sizeof path, &err) == 0)
-        unlink(path);
+    remove_run_files(d, r->id);
     struct sbx *sb = sbx_new(d, r->id);
     if (!sb)
         return false;
