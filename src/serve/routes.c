@@ -352,14 +352,19 @@ static void handle_pause(struct call *c)
 
 /* connect's timeout counts from now and only ever extends the deadline, as E2B's does;
  * without one the deadline stays, and a resumed sandbox gets E2B's default from now. */
-static void connect_respond(struct call *c, struct sbx *sb, int status)
+static int connect_deadline(const struct call *c, struct sbx *sb, int status, err_t *err)
 {
-    err_t err;
     const struct api_connect *ac = &c->connect;
     int64_t until = ac->has_timeout ? sbx_wall_ms() + ac->timeout_s * 1000
                     : status == 201 ? sbx_wall_ms() + API_TIMEOUT_DEFAULT_S * 1000
                                     : 0;
-    if (until > sb->deadline_ms && sbx_set_deadline(sb, until, &err) < 0) {
+    return until > sb->deadline_ms ? sbx_set_deadline(sb, until, err) : 0;
+}
+
+static void connect_respond(struct call *c, struct sbx *sb, int status)
+{
+    err_t err;
+    if (connect_deadline(c, sb, status, &err) < 0) {
         respond_err(c, 500, &err);
         return;
     }
@@ -369,12 +374,17 @@ static void connect_respond(struct call *c, struct sbx *sb, int status)
 static void booted(struct sbx *sb, int rc, const char *message, void *user)
 {
     struct call *c = user;
+    err_t err;
+    /* the deadline it left with has passed: a new one whether or not the client still waits */
+    int set = rc == 0 ? connect_deadline(c, sb, 201, &err) : 0;
     if (!step_ended(c))
         return;
     if (rc < 0)
         http_respond_error(c->x, 500, "sandbox %s: %s", sb->id, message ? message : "boot failed");
+    else if (set < 0)
+        respond_err(c, 500, &err);
     else
-        connect_respond(c, sb, 201);
+        respond_sandbox(c, 201, sb->id, API_SANDBOX_CREATED);
 }
 
 static void handle_connect(struct call *c)

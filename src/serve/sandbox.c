@@ -761,7 +761,7 @@ struct live_row {
     char id[STORE_ID_MAX + 1];
     enum sandbox_state state;
     bool auto_pause, auto_resume, cold;
-    unsigned cpu_count, memory_mb;
+    unsigned cpu_count, memory_mb, disk_mb;
     int64_t deadline_ms;
     char envd_token[STORE_TOKEN_MAX + 1];
 };
@@ -790,6 +790,7 @@ static void collect_row(const struct store_sandbox *row, void *ctx)
     r->cold = row->cold;
     r->cpu_count = row->cpu_count;
     r->memory_mb = row->memory_mb;
+    r->disk_mb = row->disk_mb;
     r->deadline_ms = row->deadline_ms;
     snprintf(r->envd_token, sizeof r->envd_token, "%s", row->envd_token);
 }
@@ -824,6 +825,7 @@ static bool reopen_cold(struct serve *d, const struct live_row *r)
     sb->deadline_ms = r->deadline_ms;
     sb->cpu_count = r->cpu_count;
     sb->memory_mb = r->memory_mb;
+    sb->disk_mb = r->disk_mb; /* a boot's jail_spec asks for it */
     snprintf(sb->envd_token, sizeof sb->envd_token, "%s", r->envd_token);
     return true;
 }
@@ -859,6 +861,7 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
     sb->deadline_ms = r->deadline_ms;
     sb->cpu_count = r->cpu_count;
     sb->memory_mb = r->memory_mb;
+    sb->disk_mb = r->disk_mb; /* a boot's jail_spec asks for it */
     snprintf(sb->envd_token, sizeof sb->envd_token, "%s", r->envd_token);
     if (r->state == SANDBOX_CREATING) { /* half made: what began is killed */
         sbx_kill(sb, "the daemon stopped while it was being created", NULL, NULL);

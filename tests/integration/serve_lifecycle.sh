@@ -97,7 +97,7 @@ start_daemon && ok "the daemon answers /health" || { not_ok "the daemon answers 
 
 # --- metrics: the first sample, within two seconds ---
 created_s=$(now)
-r=$(api -X POST -d '{"templateID":"base","envVars":{"FOO":"bar"},"timeout":300}' "$U/v2/sandboxes")
+r=$(api -X POST -d '{"templateID":"base","envVars":{"FOO":"bar"},"timeout":1800}' "$U/v2/sandboxes")
 t0=$(date +%s.%N) # the sandbox exists from its 201 on
 # the id without python, whose start-up (a pyenv shim) takes seconds on a loaded host
 A=$(grep -o '"sandboxID": *"[a-z0-9]*"' <<<"$r" | sed 's/.*"\([a-z0-9]*\)"$/\1/')
@@ -168,7 +168,7 @@ r=$(api "$U/sandboxes/metrics?sandbox_ids=a,,b")
 is "$(status_of "$r")" 400 "list metrics with an empty id: 400"
 
 # --- pause without memory ---
-r=$(api -X POST -d '{"templateID":"base","envVars":{"FOO":"bar"},"timeout":300}' "$U/v2/sandboxes")
+r=$(api -X POST -d '{"templateID":"base","envVars":{"FOO":"bar"},"timeout":1800}' "$U/v2/sandboxes")
 B=$(jget "$(body_of "$r")" 'd["sandboxID"]')
 TB=$(jget "$(body_of "$r")" 'd["envdAccessToken"]')
 made+=("$B")
@@ -236,7 +236,7 @@ boot3=$(sh_out "$B" "$TB" 'cat /proc/sys/kernel/random/boot_id')
 [ -n "$boot3" ] && [ "$boot3" != "$boot2" ] && ok "a third boot id" || not_ok "a third boot id"
 
 # --- a kill of a cold-paused sandbox removes everything ---
-r=$(api -X POST -d '{"templateID":"base","timeout":300}' "$U/v2/sandboxes")
+r=$(api -X POST -d '{"templateID":"base","timeout":1800}' "$U/v2/sandboxes")
 C=$(jget "$(body_of "$r")" 'd["sandboxID"]')
 TC=$(jget "$(body_of "$r")" 'd["envdAccessToken"]')
 made+=("$C")
@@ -247,7 +247,7 @@ is "$(status_of "$(api "$U/sandboxes/$C")")" 404 "get: 404"
 is "$(status_of "$(api -X POST -d '{}' "$U/v2/sandboxes/$C/connect")")" 404 "connect: 404"
 [ ! -e "$HUTCH_STATE_DIR/sandboxes/$C" ] && ok "its disk layer is removed" || not_ok "its disk layer is removed"
 # and a kill while its boot is under way (connect, then kill at once)
-r=$(api -X POST -d '{"templateID":"base","timeout":300}' "$U/v2/sandboxes")
+r=$(api -X POST -d '{"templateID":"base","timeout":1800}' "$U/v2/sandboxes")
 D=$(jget "$(body_of "$r")" 'd["sandboxID"]')
 made+=("$D")
 is "$(status_of "$(api -X POST -d '{"memory":false}' "$U/sandboxes/$D/pause")")" 204 "D: a cold pause"
