@@ -26,11 +26,8 @@
 #define CGROUP_MAX_DEPTH  4 /* hutch/NAME/cmd-N is 2; the recursive walks stop here */
 
 const char *const cgroup_v1_controller_names[CGROUP_V1_COUNT] = {
-    [CGROUP_V1_MEMORY] = "memory",
-    [CGROUP_V1_PIDS] = "pids",
-    [CGROUP_V1_CPUACCT] = "cpuacct",
-    [CGROUP_V1_FREEZER] = "freezer",
-    [CGROUP_V1_CPU] = "cpu",
+    [CGROUP_V1_MEMORY] = "memory",   [CGROUP_V1_PIDS] = "pids", [CGROUP_V1_CPUACCT] = "cpuacct",
+    [CGROUP_V1_FREEZER] = "freezer", [CGROUP_V1_CPU] = "cpu",
 };
 
 /* ---------- small helpers ---------- */
@@ -402,8 +399,7 @@ int cgroup_host_open_flags(int mode, unsigned flags, struct cgroup_host **out, e
     } else {
         m = (enum cgroup_mode)mode;
     }
-    __attribute__((cleanup(cgroup_host_closep))) struct cgroup_host *host =
-        calloc(1, sizeof *host);
+    __attribute__((cleanup(cgroup_host_closep))) struct cgroup_host *host = calloc(1, sizeof *host);
     if (!host)
         return err_set(err, errno, "cgroup: calloc");
     host->mode = m;
@@ -463,8 +459,7 @@ static int cgroup_name_check(const char *name, err_t *err)
 static int cgroup_path_check(const char *path, err_t *err)
 {
     if (!path || strlen(path) > CGROUP_PATH_MAX)
-        return cgroup_error(err, EINVAL, "cgroup: path must be 1..%d characters",
-                            CGROUP_PATH_MAX);
+        return cgroup_error(err, EINVAL, "cgroup: path must be 1..%d characters", CGROUP_PATH_MAX);
     char copy[CGROUP_PATH_MAX + 1];
     snprintf(copy, sizeof copy, "%s", path);
     int depth = 0;
@@ -524,8 +519,8 @@ static int cgroup_build(struct cgroup_host *host, const struct cgroup *parent, c
     if (cgroup_name_check(name, err) < 0)
         return -1;
     char path[CGROUP_PATH_MAX + 2];
-    int n = snprintf(path, sizeof path, "%s%s%s", parent ? parent->path : "", parent ? "/" : "",
-                     name);
+    int n =
+        snprintf(path, sizeof path, "%s%s%s", parent ? parent->path : "", parent ? "/" : "", name);
     if (n < 0 || (size_t)n > CGROUP_PATH_MAX)
         return cgroup_error(err, ENAMETOOLONG, "cgroup: %s/%s is longer than %d characters",
                             parent ? parent->path : "", name, CGROUP_PATH_MAX);
@@ -552,8 +547,8 @@ int cgroup_create(struct cgroup_host *host, const struct cgroup *parent, const c
 }
 
 int cgroup_create_for_clone(struct cgroup_host *host, const char *name,
-                            const struct cgroup_limits *limits, unsigned flags,
-                            struct cgroup **out, err_t *err)
+                            const struct cgroup_limits *limits, unsigned flags, struct cgroup **out,
+                            err_t *err)
 {
     return cgroup_build(host, NULL, name, limits, flags, false, out, err);
 }
@@ -663,9 +658,9 @@ int cgroup_file_path(const struct cgroup *cg, const char *controller, const char
         return err_set(err, errno, "cgroup %s: readlink %s", cg->path, link);
     /* readlink does not terminate; the snprintf does, also when file is "". */
     size_t len = (size_t)n;
-    int added = len < size ? snprintf(out + len, size - len, "/%s%s%s", cg->path,
-                                      file[0] ? "/" : "", file)
-                           : -1;
+    int added = len < size
+                    ? snprintf(out + len, size - len, "/%s%s%s", cg->path, file[0] ? "/" : "", file)
+                    : -1;
     if (added < 0 || (size_t)added >= size - len)
         return cgroup_error(err, ENAMETOOLONG,
                             "cgroup %s: the path of %s does not fit in %zu bytes", cg->path,
@@ -711,6 +706,12 @@ int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
 {
     memset(out, 0, sizeof *out);
     return cg->host->ops->read_stats(cg, out, err);
+}
+
+int cgroup_read_memory(struct cgroup *cg, struct cgroup_memory *out, err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    return cg->host->ops->read_memory(cg, out, err);
 }
 
 int cgroup_kill_start(struct cgroup *cg, bool *atomic, err_t *err)

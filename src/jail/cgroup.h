@@ -10,15 +10,16 @@
  * `hutch run`, the keeper, doctor and tests). Every call is made from the host side, never from
  * inside a sandbox. */
 #pragma once
+#include "util/err.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "util/err.h"
 
 enum cgroup_mode {
     CGROUP_MODE_V1,     /* legacy: one hierarchy per controller */
-    CGROUP_MODE_HYBRID, /* v1 controllers, plus cgroup2 (no controllers) at /sys/fs/cgroup/unified */
+    CGROUP_MODE_HYBRID, /* v1 controllers, plus cgroup2 (no controllers) at /sys/fs/cgroup/unified
+                         */
     CGROUP_MODE_V2,     /* unified hierarchy with controllers */
 };
 #define CGROUP_MODE_DETECT (-1) /* cgroup_host_open: look at the host */
@@ -52,6 +53,15 @@ struct cgroup_stats {
     uint64_t memory_peak_bytes; /* high-water mark of charged memory */
     uint64_t oom_kills;         /* processes killed by the OOM killer in the group */
     uint64_t pids_current;
+};
+
+/* What a group's memory is now (cgroup_read_memory): for a sampler such as the daemon's
+ * metrics, not an accounting of a run (that is cgroup_stats' high-water mark). */
+struct cgroup_memory {
+    uint64_t current_bytes; /* charged now, the page cache included (v2 memory.current, v1
+                               memory.usage_in_bytes) */
+    uint64_t cache_bytes;   /* of which file-backed page cache (v2 "file", v1 "total_cache") */
+    uint64_t limit_bytes;   /* the limit (memory.max, memory.limit_in_bytes); 0 = none */
 };
 
 struct cgroup_host;
@@ -93,8 +103,8 @@ int cgroup_create(struct cgroup_host *host, const struct cgroup *parent, const c
  * A process cloned in between must join the v1 groups (cgroup_self_attach) before it runs
  * anything untrusted. After a failure of the second, cgroup_destroy cleans up both. */
 int cgroup_create_for_clone(struct cgroup_host *host, const char *name,
-                            const struct cgroup_limits *limits, unsigned flags,
-                            struct cgroup **out, err_t *err);
+                            const struct cgroup_limits *limits, unsigned flags, struct cgroup **out,
+                            err_t *err);
 int cgroup_create_finish(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
 /* An existing group, by its path below hutch/ ("NAME" or "NAME/init"): for a process that did
  * not make it (a restarted daemon, the keeper). Whatever exists of it is the caller's to remove. */
@@ -140,6 +150,10 @@ int cgroup_self_attach(const int *fds, size_t n);
 /* Only the CPU counter (one file): what a supervisor polls. */
 int cgroup_read_cpu_ns(struct cgroup *cg, uint64_t *ns, err_t *err);
 int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
+/* The group's memory now, the groups below it included (both versions count hierarchically).
+ * A group without the memory controller (v2 on a host that does not hand it down) reads as
+ * zeros. Three small files: cheap enough for an event loop's timer. */
+int cgroup_read_memory(struct cgroup *cg, struct cgroup_memory *out, err_t *err);
 
 /* ---- the non-blocking steps ---- */
 

@@ -40,8 +40,8 @@ struct cgroup_host {
     enum cgroup_mode mode;
     bool cpu_limits; /* CGROUP_HOST_CPU_LIMITS: the v1 cpu hierarchy is used too */
     const struct cgroup_ops *ops;
-    struct cgroup_hier v2;   /* fd -1 on V1 */
-    unsigned v2_delegated;   /* V2: controllers hutch/ hands to its children */
+    struct cgroup_hier v2;                  /* fd -1 on V1 */
+    unsigned v2_delegated;                  /* V2: controllers hutch/ hands to its children */
     struct cgroup_hier v1[CGROUP_V1_COUNT]; /* one per distinct v1 hierarchy, v1_count used */
     size_t v1_count;
     size_t v1_index[CGROUP_V1_COUNT]; /* controller -> its hierarchy in v1[] */
@@ -63,6 +63,7 @@ struct cgroup_ops {
     int (*attach)(struct cgroup *cg, pid_t pid, err_t *err);
     int (*read_cpu)(struct cgroup *cg, uint64_t *ns, err_t *err);
     int (*read_stats)(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
+    int (*read_memory)(struct cgroup *cg, struct cgroup_memory *out, err_t *err);
     int (*kill_start)(struct cgroup *cg, bool *atomic, err_t *err);
     int (*populated)(struct cgroup *cg, bool *populated, err_t *err);
     int (*freeze_start)(struct cgroup *cg, bool frozen, err_t *err);
@@ -82,8 +83,8 @@ static inline bool cgroup_v1_wanted(enum cgroup_mode mode, bool cpu_limits,
 {
     if (c == CGROUP_V1_CPU)
         return cpu_limits && mode != CGROUP_MODE_V2;
-    return mode == CGROUP_MODE_V1 || (mode == CGROUP_MODE_HYBRID &&
-                                      (c == CGROUP_V1_MEMORY || c == CGROUP_V1_PIDS));
+    return mode == CGROUP_MODE_V1 ||
+           (mode == CGROUP_MODE_HYBRID && (c == CGROUP_V1_MEMORY || c == CGROUP_V1_PIDS));
 }
 
 static inline struct cgroup_hier *cgroup_v1_hier(const struct cgroup *cg,
@@ -145,6 +146,7 @@ int cgroup_v2_make(struct cgroup *cg, const struct cgroup_limits *limits, err_t 
 int cgroup_v2_attach(struct cgroup *cg, pid_t pid, err_t *err);
 int cgroup_v2_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err);
 int cgroup_v2_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
+int cgroup_v2_read_memory(struct cgroup *cg, struct cgroup_memory *out, err_t *err);
 int cgroup_v2_kill_start(struct cgroup *cg, bool *atomic, err_t *err);
 int cgroup_v2_populated(struct cgroup *cg, bool *populated, err_t *err);
 int cgroup_v2_freeze_start(struct cgroup *cg, bool frozen, err_t *err);
@@ -158,6 +160,8 @@ int cgroup_v1_make(struct cgroup *cg, const struct cgroup_limits *limits, err_t 
 int cgroup_v1_attach(struct cgroup *cg, pid_t pid, err_t *err);
 int cgroup_v1_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err);
 int cgroup_v1_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
+/* Also hybrid's: its memory controller is v1's. */
+int cgroup_v1_read_memory(struct cgroup *cg, struct cgroup_memory *out, err_t *err);
 int cgroup_v1_kill_start(struct cgroup *cg, bool *atomic, err_t *err);
 int cgroup_v1_populated(struct cgroup *cg, bool *populated, err_t *err);
 int cgroup_v1_freeze_start(struct cgroup *cg, bool frozen, err_t *err);

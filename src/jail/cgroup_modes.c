@@ -3,15 +3,13 @@
  * freezing, kill, emptiness) from its controller-less cgroup2 group. */
 #include "jail/cgroup_internal.h"
 
-static int v1_make(struct cgroup *cg, const struct cgroup_limits *limits, bool with_v1,
-                   err_t *err)
+static int v1_make(struct cgroup *cg, const struct cgroup_limits *limits, bool with_v1, err_t *err)
 {
     /* Pure v1 has nothing clone3 could use, so the first step makes nothing. */
     return with_v1 ? cgroup_v1_make(cg, limits, err) : 0;
 }
 
-static int v2_make(struct cgroup *cg, const struct cgroup_limits *limits, bool with_v1,
-                   err_t *err)
+static int v2_make(struct cgroup *cg, const struct cgroup_limits *limits, bool with_v1, err_t *err)
 {
     return cgroup_v2_make(cg, limits, err);
 }
@@ -27,6 +25,7 @@ const struct cgroup_ops cgroup_ops_v1 = {
     .attach = cgroup_v1_attach,
     .read_cpu = cgroup_v1_read_cpu,
     .read_stats = cgroup_v1_read_stats,
+    .read_memory = cgroup_v1_read_memory,
     .kill_start = cgroup_v1_kill_start,
     .populated = cgroup_v1_populated,
     .freeze_start = cgroup_v1_freeze_start,
@@ -39,6 +38,7 @@ const struct cgroup_ops cgroup_ops_v2 = {
     .attach = cgroup_v2_attach,
     .read_cpu = cgroup_v2_read_cpu,
     .read_stats = cgroup_v2_read_stats,
+    .read_memory = cgroup_v2_read_memory,
     .kill_start = cgroup_v2_kill_start,
     .populated = cgroup_v2_populated,
     .freeze_start = cgroup_v2_freeze_start,
@@ -98,6 +98,7 @@ const struct cgroup_ops cgroup_ops_hybrid = {
     .attach = hybrid_attach,
     .read_cpu = cgroup_v2_read_cpu,
     .read_stats = hybrid_read_stats,
+    .read_memory = cgroup_v1_read_memory,
     .kill_start = hybrid_kill_start,
     .populated = hybrid_populated,
     .freeze_start = cgroup_v2_freeze_start,

@@ -135,8 +135,8 @@ static int v1_write_limits(struct cgroup *cg, const struct cgroup_limits *limits
          * network shares; writing this limit is also what turns their accounting on. v2 charges
          * them to memory.max. The same figure again: the sandbox's sockets cannot take more of
          * the host than its memory limit says. Optional: kernels without v1 kmem have no file. */
-        if (cgroup_write_u64(cg, mem, "memory.kmem.tcp.limit_in_bytes", limits->memory_bytes,
-                             true, err) < 0)
+        if (cgroup_write_u64(cg, mem, "memory.kmem.tcp.limit_in_bytes", limits->memory_bytes, true,
+                             err) < 0)
             return -1;
     }
     if (limits->pids && cgroup_write_u64(cg, cgroup_v1_hier(cg, CGROUP_V1_PIDS), "pids.max",
@@ -238,14 +238,31 @@ int cgroup_v1_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err
     const struct cgroup_hier *mem = cgroup_v1_hier(cg, CGROUP_V1_MEMORY);
     /* CPU time lives in cpuacct on pure v1 only; hybrid reads it from its cgroup2 group. */
     if ((cg->host->mode == CGROUP_MODE_V1 && cgroup_v1_read_cpu(cg, &out->cpu_usage_ns, err) < 0) ||
-        cgroup_read_u64(cg, mem, "memory.max_usage_in_bytes", &out->memory_peak_bytes, false,
-                        err) < 0 ||
+        cgroup_read_u64(cg, mem, "memory.max_usage_in_bytes", &out->memory_peak_bytes, false, err) <
+            0 ||
         /* the oom_kill line is 4.13+; an older kernel reads as 0 */
         cgroup_read_key(cg, mem, "memory.oom_control", "oom_kill", &out->oom_kills, false, err) <
             0 ||
-        cgroup_read_u64(cg, cgroup_v1_hier(cg, CGROUP_V1_PIDS), "pids.current",
-                        &out->pids_current, false, err) < 0)
+        cgroup_read_u64(cg, cgroup_v1_hier(cg, CGROUP_V1_PIDS), "pids.current", &out->pids_current,
+                        false, err) < 0)
         return -1;
+    return 0;
+}
+
+/* v1 writes "no limit" as the largest page-aligned long: anything from 2^62 up is none. */
+#define CGROUP_V1_NO_LIMIT (1ull << 62)
+
+int cgroup_v1_read_memory(struct cgroup *cg, struct cgroup_memory *out, err_t *err)
+{
+    const struct cgroup_hier *mem = cgroup_v1_hier(cg, CGROUP_V1_MEMORY);
+    /* total_cache counts the groups below too, as usage_in_bytes does (hierarchy is always on
+     * since 5.x); plain "cache" would be this group's own, which in a sandbox is nothing. */
+    if (cgroup_read_u64(cg, mem, "memory.usage_in_bytes", &out->current_bytes, false, err) < 0 ||
+        cgroup_read_key(cg, mem, "memory.stat", "total_cache", &out->cache_bytes, false, err) < 0 ||
+        cgroup_read_u64(cg, mem, "memory.limit_in_bytes", &out->limit_bytes, false, err) < 0)
+        return -1;
+    if (out->limit_bytes >= CGROUP_V1_NO_LIMIT)
+        out->limit_bytes = 0;
     return 0;
 }
 
@@ -263,8 +280,8 @@ int cgroup_v1_frozen(struct cgroup *cg, bool *frozen, err_t *err)
 {
     char state[32];
     /* FREEZING while tasks are still stopping. */
-    if (cgroup_read(cg, cgroup_v1_hier(cg, CGROUP_V1_FREEZER), "freezer.state", state,
-                    sizeof state, false, err) < 0)
+    if (cgroup_read(cg, cgroup_v1_hier(cg, CGROUP_V1_FREEZER), "freezer.state", state, sizeof state,
+                    false, err) < 0)
         return -1;
     *frozen = strcmp(state, "FROZEN\n") == 0;
     return 0;

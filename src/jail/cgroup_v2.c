@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,8 +37,7 @@ static unsigned v2_parse_set(const char *list)
 /* Enables each wanted controller that dirfd's cgroup.controllers offers, best effort: a host
  * without one still runs sandboxes, and a limit that needs it fails when asked for, naming it.
  * *enabled gets what its cgroup.subtree_control then hands down. */
-static int v2_delegate(int dirfd, const char *where, unsigned wanted, unsigned *enabled,
-                       err_t *err)
+static int v2_delegate(int dirfd, const char *where, unsigned wanted, unsigned *enabled, err_t *err)
 {
     char avail[1024], list[1024];
     if (file_read_at(dirfd, "cgroup.controllers", avail, sizeof avail, err) < 0 ||
@@ -63,8 +63,8 @@ int cgroup_v2_host_open(struct cgroup_host *host, int root_fd, const char *root_
         return cgroup_hier_open_parent(&host->v2, root_fd, err);
     /* Root first, then hutch/: a controller reaches hutch/NAME only if both hand it down. */
     unsigned enabled;
-    if (v2_delegate(root_fd, root_path, CGROUP_V2_MEMORY | CGROUP_V2_PIDS | CGROUP_V2_CPU,
-                    &enabled, err) < 0 ||
+    if (v2_delegate(root_fd, root_path, CGROUP_V2_MEMORY | CGROUP_V2_PIDS | CGROUP_V2_CPU, &enabled,
+                    err) < 0 ||
         cgroup_hier_open_parent(&host->v2, root_fd, err) < 0)
         return -1;
     char where[256] = ""; /* for messages only: cut visibly */
@@ -130,7 +130,7 @@ static int v2_hand_down(struct cgroup *cg, err_t *err)
     if (len == 0)
         return 0;
     return cgroup_write(cg, &cg->host->v2, "cgroup.subtree_control", change, false, err) < 0 ? -1
-                                                                                              : 0;
+                                                                                             : 0;
 }
 
 int cgroup_v2_make(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
@@ -176,9 +176,8 @@ int cgroup_v2_attach(struct cgroup *cg, pid_t pid, err_t *err)
      * is moved here, so attach alone is also enough. */
     if (v2_is_member(cg, pid))
         return 0;
-    return cgroup_write_u64(cg, &cg->host->v2, "cgroup.procs", (uint64_t)pid, false, err) < 0
-               ? -1
-               : 0;
+    return cgroup_write_u64(cg, &cg->host->v2, "cgroup.procs", (uint64_t)pid, false, err) < 0 ? -1
+                                                                                              : 0;
 }
 
 /* ---------- counters ---------- */
@@ -210,13 +209,35 @@ int cgroup_v2_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err
     return 0;
 }
 
+int cgroup_v2_read_memory(struct cgroup *cg, struct cgroup_memory *out, err_t *err)
+{
+    const struct cgroup_hier *h = &cg->host->v2;
+    if (!(cg->v2_controllers & CGROUP_V2_MEMORY))
+        return 0;
+    char max[64];
+    if (cgroup_read_u64(cg, h, "memory.current", &out->current_bytes, false, err) < 0 ||
+        cgroup_read_key(cg, h, "memory.stat", "file", &out->cache_bytes, false, err) < 0 ||
+        cgroup_read(cg, h, "memory.max", max, sizeof max, false, err) < 0)
+        return -1;
+    if (strcmp(max, "max\n") != 0) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(max, &end, 10);
+        if (errno != 0 || end == max || *end != '\n') {
+            cgroup_error(err, EINVAL, "memory.max: not a number: \"%.20s\"", max);
+            return cgroup_fail(cg, h, err);
+        }
+        out->limit_bytes = v;
+    }
+    return 0;
+}
+
 /* ---------- kill and freeze ---------- */
 
 int cgroup_v2_freeze_start(struct cgroup *cg, bool frozen, err_t *err)
 {
-    return cgroup_write(cg, &cg->host->v2, "cgroup.freeze", frozen ? "1" : "0", false, err) < 0
-               ? -1
-               : 0;
+    return cgroup_write(cg, &cg->host->v2, "cgroup.freeze", frozen ? "1" : "0", false, err) < 0 ? -1
+                                                                                                : 0;
 }
 
 int cgroup_v2_kill_start(struct cgroup *cg, bool *atomic, err_t *err)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -174,7 +175,40 @@ static void setup_dev(int ctl, const struct jail_spec *spec, const char *root)
     mount_or_die(ctl, "devpts", path, "devpts", MS_NOSUID | MS_NOEXEC, opts);
 }
 
-static void setup_proc(int ctl, const char *root)
+/* The kernel's boot id is the host's, the same in every sandbox and for as long as the host
+ * runs: it would tell one sandbox's code which others share its host, and it would survive a
+ * sandbox's reboot (a resume without memory), which must show a new one. So each start writes a
+ * random one (a version 4 uuid, as the kernel formats its own) on the stage tmpfs, outside
+ * anything the sandbox sees, and binds it read-only over the kernel's file. Nothing inside can
+ * uncover the host's: the bind is read-only (EROFS even for sandbox root), and umount needs
+ * CAP_SYS_ADMIN, which no process of the sandbox keeps, and is refused by seccomp besides. */
+static void setup_boot_id(int ctl, const char *stage, const char *proc)
+{
+    char target[PATH_MAX], source[PATH_MAX];
+    join_or_die(ctl, target, sizeof target, proc, "/sys/kernel/random/boot_id");
+    if (access(target, F_OK) < 0)
+        return; /* a kernel without it has nothing to hide */
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+        control_die(ctl, errno, "getrandom for the boot id");
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    char id[40];
+    int n = snprintf(id, sizeof id,
+                     "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", b[0],
+                     b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                     b[13], b[14], b[15]);
+    join_or_die(ctl, source, sizeof source, stage, "/boot_id");
+    int fd = open(source, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    if (fd < 0 || fd_write_all(fd, id, (size_t)n) < 0)
+        control_die(ctl, errno, "write the boot id");
+    close(fd);
+    mount_or_die(ctl, source, target, NULL, MS_BIND, NULL);
+    mount_or_die(ctl, NULL, target, NULL,
+                 MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
+
+static void setup_proc(int ctl, const char *stage, const char *root)
 {
     char proc[PATH_MAX], path[PATH_MAX];
     join_or_die(ctl, proc, sizeof proc, root, "/proc");
@@ -190,6 +224,8 @@ static void setup_proc(int ctl, const char *root)
         mount_or_die(ctl, NULL, path, NULL,
                      MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
     }
+    /* After /proc/sys is read-only: the bind goes on top of that mount. */
+    setup_boot_id(ctl, stage, proc);
 }
 
 static void pivot_into(int ctl, const char *root)
@@ -311,7 +347,9 @@ static void check_mount_targets(int ctl, int root_fd)
         if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) != t->dir)
             control_die(ctl, 0, "writable root: /%s must be a %s, not a %s", t->path,
                         t->dir ? "directory" : "file",
-                        S_ISLNK(st.st_mode) ? "link" : t->dir ? "file" : "directory");
+                        S_ISLNK(st.st_mode) ? "link"
+                        : t->dir            ? "file"
+                                            : "directory");
     }
 }
 
@@ -408,7 +446,7 @@ int rootfs_enter(int ctl, const struct jail_spec *spec)
         close(root_fd);
     }
     setup_dev(ctl, spec, root);
-    setup_proc(ctl, root);
+    setup_proc(ctl, spec->stage_dir, root);
 
     int output = -1;
     if (spec->output_dir) {

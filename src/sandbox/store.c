@@ -50,6 +50,8 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "  name TEXT NOT NULL,"
     "  created_ms INTEGER NOT NULL"
     ") STRICT;",
+    /* 2: a sandbox paused without its memory (its processes gone, its disk layer kept) */
+    "ALTER TABLE sandboxes ADD COLUMN cold INTEGER NOT NULL DEFAULT 0;",
 };
 
 static int64_t now_ms(void)
@@ -309,9 +311,9 @@ static int current_state(struct store *st, const char *id, err_t *err)
     return state;
 }
 
-int store_sandbox_transition(struct store *st, const char *id, unsigned from, enum sandbox_state to,
-                             const char *reason, const char *event_kind,
-                             const char *event_detail_json, err_t *err)
+static int transition(struct store *st, const char *id, unsigned from, enum sandbox_state to,
+                      bool cold, const char *reason, const char *event_kind,
+                      const char *event_detail_json, err_t *err)
 {
     if (check_text("sandbox id", id, STORE_ID_MAX, err) < 0 ||
         (reason && check_text("reason", reason, STORE_REASON_MAX, err) < 0))
@@ -328,14 +330,16 @@ int store_sandbox_transition(struct store *st, const char *id, unsigned from, en
         return err_set(err, EBUSY, "sandbox %s is %s: it cannot become %s", id,
                        sandbox_state_name((enum sandbox_state)now), sandbox_state_name(to));
     }
-    sqlite3_stmt *s = prepare(st, "UPDATE sandboxes SET state = ?, reason = ? WHERE id = ?", err);
+    sqlite3_stmt *s =
+        prepare(st, "UPDATE sandboxes SET state = ?, reason = ?, cold = ? WHERE id = ?", err);
     if (!s) {
         rollback(st);
         return -1;
     }
     sqlite3_bind_text(s, 1, sandbox_state_name(to), -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, reason ? reason : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 3, cold);
+    sqlite3_bind_text(s, 4, id, -1, SQLITE_STATIC);
     if (step_done(st, s, "update the state", err) < 0 ||
         add_event(st, id, event_kind ? event_kind : sandbox_state_name(to), event_detail_json,
                   err) < 0 ||
@@ -344,6 +348,19 @@ int store_sandbox_transition(struct store *st, const char *id, unsigned from, en
         return err_wrap(err, "sandbox %s", id);
     }
     return 0;
+}
+
+int store_sandbox_transition(struct store *st, const char *id, unsigned from, enum sandbox_state to,
+                             const char *reason, const char *event_kind,
+                             const char *event_detail_json, err_t *err)
+{
+    return transition(st, id, from, to, false, reason, event_kind, event_detail_json, err);
+}
+
+int store_sandbox_pause_cold(struct store *st, const char *id, err_t *err)
+{
+    return transition(st, id, SANDBOX_STATE_BIT(SANDBOX_RUNNING), SANDBOX_PAUSED, true, NULL,
+                      "paused", "{\"memory\":false}", err);
 }
 
 int store_sandbox_set_deadline(struct store *st, const char *id, int64_t deadline_ms, err_t *err)
@@ -362,7 +379,7 @@ int store_sandbox_set_deadline(struct store *st, const char *id, int64_t deadlin
 
 #define SANDBOX_COLUMNS                                                                            \
     "id, template_id, alias, state, created_ms, deadline_ms, cpu_count, memory_mb, disk_mb, "      \
-    "auto_pause, auto_resume, envd_token, reason, metadata, env"
+    "auto_pause, auto_resume, envd_token, reason, metadata, env, cold"
 
 static void copy_text(char *dst, size_t size, const unsigned char *src)
 {
@@ -394,6 +411,7 @@ static int read_row(sqlite3_stmt *s, struct store_sandbox *sb, bool own, err_t *
     copy_text(sb->reason, sizeof sb->reason, sqlite3_column_text(s, 12));
     const char *metadata = (const char *)sqlite3_column_text(s, 13);
     const char *env = (const char *)sqlite3_column_text(s, 14);
+    sb->cold = sqlite3_column_int(s, 15) != 0;
     if (!own) {
         sb->metadata_json = (char *)metadata;
         sb->env_json = (char *)env;

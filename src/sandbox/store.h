@@ -18,7 +18,7 @@
 #include "util/err.h"
 
 /* The schema this build writes; store_open refuses a newer database (made by a newer hutch). */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 /* Bounds on what is stored (the API checks the same before it gets here). */
 #define STORE_ID_MAX     64         /* sandbox ids, template ids, aliases */
@@ -37,6 +37,9 @@ struct store_sandbox {
     int64_t deadline_ms; /* when it is killed or paused (auto_pause) */
     unsigned cpu_count, memory_mb, disk_mb;
     bool auto_pause, auto_resume;
+    /* paused without its memory: no process left, its disk layer kept; a resume boots it again
+     * (schema version 2) */
+    bool cold;
     char envd_token[STORE_TOKEN_MAX + 1];
     char reason[STORE_REASON_MAX + 1]; /* why it was killed or failed, "" while live */
     char *metadata_json;               /* a JSON object; owned (store_sandbox_free_fields) */
@@ -61,6 +64,9 @@ int store_sandbox_insert(struct store *st, const struct store_sandbox *sb, err_t
 int store_sandbox_transition(struct store *st, const char *id, unsigned from, enum sandbox_state to,
                              const char *reason, const char *event_kind,
                              const char *event_detail_json, err_t *err);
+/* running -> paused without memory (cold set), with its "paused" event, in one transaction.
+ * Every other transition clears cold: only a paused sandbox can be cold. */
+int store_sandbox_pause_cold(struct store *st, const char *id, err_t *err);
 int store_sandbox_set_deadline(struct store *st, const char *id, int64_t deadline_ms, err_t *err);
 /* Fills *out (its JSON strings the caller's: store_sandbox_free_fields). */
 int store_sandbox_get(struct store *st, const char *id, struct store_sandbox *out, err_t *err);

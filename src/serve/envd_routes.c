@@ -63,7 +63,7 @@ static struct sbx *reachable(struct serve *d, struct http_exchange *x,
         return NULL;
     }
     struct sbx *sb = sbx_find(d, id);
-    if (!sb || sb->killing || sb->gone) {
+    if (!sb || (sb->killing && !sb->cold_stopping) || sb->gone) {
         respond_unreachable(x, id,
                             "The sandbox was not found: it was killed, reached its "
                             "timeout or never existed");
@@ -73,7 +73,8 @@ static struct sbx *reachable(struct serve *d, struct http_exchange *x,
         respond_unauthenticated(x, req, sb->id);
         return NULL;
     }
-    if (sb->state == SANDBOX_PAUSED && sb->auto_resume) {
+    /* one paused without its memory boots only through connect, as on E2B */
+    if (sb->state == SANDBOX_PAUSED && sb->auto_resume && !sb->cold) {
         err_t err;
         int64_t at_least = sbx_wall_ms() + API_TIMEOUT_DEFAULT_S * 1000; /* E2B's default */
         if (sbx_resume(sb, &err) < 0 ||

@@ -11,7 +11,9 @@
 
 #include "api/auth.h"
 #include "api/control_json.h"
+#include "api/metrics_json.h"
 #include "http/http.h"
+#include "serve/metrics.h"
 #include "serve/sandbox.h"
 #include "util/strfmt.h"
 
@@ -39,6 +41,7 @@ struct call {
     void (*handler)(struct call *c);
     struct store_sandbox row; /* create's */
     int status_ok;            /* connect's 200 or 201 */
+    struct api_connect connect;
 };
 
 static void call_free(struct call *c)
@@ -99,11 +102,12 @@ static void respond_sandbox(struct call *c, int status, const char *id, enum api
     free(json);
 }
 
-/* The live sandbox a path names, or an answer: 404 for one that is unknown or has ended. */
+/* The live sandbox a path names, or an answer: 404 for one that is unknown or has ended (one
+ * whose processes are being killed for a pause without memory is paused, not ending). */
 static struct sbx *live_or_404(struct call *c, const char *id)
 {
     struct sbx *sb = sbx_find(c->d, id);
-    if (!sb || sb->killing) {
+    if (!sb || (sb->killing && !sb->cold_stopping)) {
         if (c->x)
             http_respond_error(c->x, 404, "sandbox %s not found", id);
         return NULL;
@@ -335,20 +339,52 @@ static void handle_pause(struct call *c)
         respond_err(c, 400, &err);
         return;
     }
-    if (!keep_memory) {
-        http_respond_error(c->x, 501,
-                           "pause without memory (a reboot on resume) is not "
-                           "supported yet: pause keeps the memory");
-        return;
-    }
     struct sbx *sb = live_or_404(c, c->segs[1]);
     if (!sb)
         return;
     c->waiting = true;
-    if (sbx_pause(sb, paused, c, &err) < 0) {
+    /* without memory: every process killed, the files kept; a resume boots it again */
+    if ((keep_memory ? sbx_pause(sb, paused, c, &err) : sbx_pause_cold(sb, paused, c, &err)) < 0) {
         c->waiting = false;
         respond_err(c, 409, &err); /* already paused, or busy */
     }
+}
+
+/* connect's timeout counts from now and only ever extends the deadline, as E2B's does;
+ * without one the deadline stays, and a resumed sandbox gets E2B's default from now. */
+static int connect_deadline(const struct call *c, struct sbx *sb, int status, err_t *err)
+{
+    const struct api_connect *ac = &c->connect;
+    int64_t until = ac->has_timeout ? sbx_wall_ms() + ac->timeout_s * 1000
+                    : status == 201 ? sbx_wall_ms() + API_TIMEOUT_DEFAULT_S * 1000
+                                    : 0;
+    return until > sb->deadline_ms ? sbx_set_deadline(sb, until, err) : 0;
+}
+
+static void connect_respond(struct call *c, struct sbx *sb, int status)
+{
+    err_t err;
+    if (connect_deadline(c, sb, status, &err) < 0) {
+        respond_err(c, 500, &err);
+        return;
+    }
+    respond_sandbox(c, status, sb->id, API_SANDBOX_CREATED);
+}
+
+static void booted(struct sbx *sb, int rc, const char *message, void *user)
+{
+    struct call *c = user;
+    err_t err;
+    /* the deadline it left with has passed: a new one whether or not the client still waits */
+    int set = rc == 0 ? connect_deadline(c, sb, 201, &err) : 0;
+    if (!step_ended(c))
+        return;
+    if (rc < 0)
+        http_respond_error(c->x, 500, "sandbox %s: %s", sb->id, message ? message : "boot failed");
+    else if (set < 0)
+        respond_err(c, 500, &err);
+    else
+        respond_sandbox(c, 201, sb->id, API_SANDBOX_CREATED);
 }
 
 static void handle_connect(struct call *c)
@@ -359,9 +395,19 @@ static void handle_connect(struct call *c)
         respond_err(c, 400, &err);
         return;
     }
+    c->connect = ac;
     struct sbx *sb = live_or_404(c, c->segs[1]);
     if (!sb)
         return;
+    if (sb->state == SANDBOX_PAUSED && (sb->cold || sb->booting)) {
+        /* paused without memory: a new init on the same disk layer, 201 once it runs */
+        c->waiting = true;
+        if (sbx_boot(sb, booted, c, &err) < 0) {
+            c->waiting = false;
+            respond_err(c, err.errnum == EBUSY ? 409 : 500, &err);
+        }
+        return;
+    }
     int status = 200;
     if (sb->state == SANDBOX_PAUSED) {
         if (sbx_resume(sb, &err) < 0) {
@@ -373,16 +419,70 @@ static void handle_connect(struct call *c)
         http_respond_error(c->x, 409, "sandbox %s is %s", sb->id, sandbox_state_name(sb->state));
         return;
     }
-    /* connect's timeout counts from now and only ever extends the deadline, as E2B's does;
-     * without one the deadline stays */
-    int64_t until = ac.has_timeout  ? sbx_wall_ms() + ac.timeout_s * 1000
-                    : status == 201 ? sbx_wall_ms() + API_TIMEOUT_DEFAULT_S * 1000
-                                    : 0; /* resumed without one: E2B's default from now */
-    if (until > sb->deadline_ms && sbx_set_deadline(sb, until, &err) < 0) {
+    connect_respond(c, sb, status);
+}
+
+/* ---------- metrics ---------- */
+
+/* GET /sandboxes/{id}/metrics?start=&end=: the samples in [start, end] (unix seconds; by
+ * default from the sandbox's start to now). A paused sandbox answers with what was sampled
+ * before its pause. */
+static void handle_metrics(struct call *c)
+{
+    err_t err;
+    struct api_metrics_query q;
+    if (api_metrics_query_parse(c->query, &q, &err) < 0) {
+        respond_err(c, 400, &err);
+        return;
+    }
+    struct sbx *sb = live_or_404(c, c->segs[1]);
+    if (!sb)
+        return;
+    struct api_metric *m = malloc(METRICS_RING_MAX * sizeof *m);
+    if (!m) {
+        http_respond_error(c->x, 500, "out of memory");
+        return;
+    }
+    size_t n = metrics_between(sb, q.has_start ? q.start_s : 0,
+                               q.has_end ? q.end_s : API_METRICS_MAX_S, m, METRICS_RING_MAX);
+    char *json = api_metrics_json(m, n, &err);
+    free(m);
+    if (!json) {
         respond_err(c, 500, &err);
         return;
     }
-    respond_sandbox(c, status, sb->id, API_SANDBOX_CREATED);
+    respond_json(c, 200, json);
+    free(json);
+}
+
+/* GET /sandboxes/metrics?sandbox_ids=a,b: each live sandbox's latest sample; unknown ones and
+ * those without a sample yet are left out, as E2B leaves them. */
+static void handle_metrics_list(struct call *c)
+{
+    err_t err;
+    struct api_metrics_ids *ids = malloc(sizeof *ids);
+    if (!ids) {
+        http_respond_error(c->x, 500, "out of memory");
+        return;
+    }
+    if (api_metrics_ids_parse(c->query, ids, &err) < 0) {
+        respond_err(c, 400, &err);
+        free(ids);
+        return;
+    }
+    const struct api_metric *latest[API_METRICS_MAX_IDS];
+    for (size_t i = 0; i < ids->n; i++) {
+        struct sbx *sb = sbx_find(c->d, ids->ids[i]);
+        latest[i] = sb && !sb->killing ? metrics_latest(sb) : NULL;
+    }
+    char *json = api_metrics_by_sandbox_json(ids->ids, latest, ids->n, &err);
+    free(ids);
+    if (!json) {
+        respond_err(c, 500, &err);
+        return;
+    }
+    respond_json(c, 200, json);
+    free(json);
 }
 
 static void handle_alias(struct call *c)
@@ -411,7 +511,9 @@ static const struct route routes[] = {
     {"POST", {"sandboxes"}, handle_create, true},
     {"GET", {"v2", "sandboxes"}, handle_list, false},
     {"GET", {"sandboxes"}, handle_list, false},
+    {"GET", {"sandboxes", "metrics"}, handle_metrics_list, false}, /* before sandboxes/ID */
     {"GET", {"sandboxes", "*"}, handle_get, false},
+    {"GET", {"sandboxes", "*", "metrics"}, handle_metrics, false},
     {"DELETE", {"sandboxes", "*"}, handle_kill, false},
     {"POST", {"sandboxes", "*", "timeout"}, handle_timeout, true},
     {"POST", {"sandboxes", "*", "pause"}, handle_pause, true},

@@ -16,6 +16,7 @@
 #include "serve/agent.h"
 #include "serve/commands.h"
 #include "serve/envd_watch.h"
+#include "serve/metrics.h"
 #include "util/strfmt.h"
 
 #define SBX_SOCKET_SUFFIX   ".sock"
@@ -105,14 +106,16 @@ static void sbx_release(struct sbx *sb)
     sb->gone = true;
     layer_wait_end(sb);
     unlink_from_list(sb);
+    metrics_free(sb);
     agent_fail_all(sb, "the sandbox is gone");
     envd_watch_release_all(sb);
     scmd_release_all(sb, sb->killing ? "the sandbox was killed" : "the daemon is stopping");
     uv_close((uv_handle_t *)&sb->deadline_timer, handle_closed);
     uv_close((uv_handle_t *)&sb->step_timer, handle_closed);
-    if (sb->ctl_poll.data == sb) /* initialized */
+    /* initialized, and not closing already (after a cold pause) */
+    if (sb->ctl_poll.data == sb && !uv_is_closing((uv_handle_t *)&sb->ctl_poll))
         uv_close((uv_handle_t *)&sb->ctl_poll, handle_closed);
-    if (sb->pidfd_poll.data == sb)
+    if (sb->pidfd_poll.data == sb && !uv_is_closing((uv_handle_t *)&sb->pidfd_poll))
         uv_close((uv_handle_t *)&sb->pidfd_poll, handle_closed);
     if (sb->have_jail)
         jail_close(&sb->jail);
@@ -160,15 +163,23 @@ static int path_of(const struct serve *d, const char *dir, const char *id, const
 
 /* What is left of a sandbox on the host once its processes are gone: its record, its init's
  * socket, its disk layer. Errors are logged: the row says how it ended regardless. */
-static void remove_leftovers(struct serve *d, const char *id)
+/* The run directory's part of it: what a pause without memory removes too. */
+static void remove_run_files(struct serve *d, const char *id)
 {
     err_t err;
     char path[PATH_MAX];
-    if (jail_record_remove(d->run_fd, id, &err) < 0)
+    if (jail_record_remove(d->run_fd, id, &err) < 0 && err.errnum != ENOENT)
         fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
     if (path_of(d, d->run_dir, id, SBX_SOCKET_SUFFIX, path, sizeof path, &err) == 0)
         unlink(path);
     scmd_record_remove_all(d, id);
+}
+
+static void remove_leftovers(struct serve *d, const char *id)
+{
+    err_t err;
+    char path[PATH_MAX];
+    remove_run_files(d, id);
     if (path_of(d, d->sandboxes_dir, id, "", path, sizeof path, &err) == 0 &&
         disk_layer_remove(path, &err) < 0 && err.errnum != ENOENT)
         fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
@@ -210,6 +221,8 @@ int sbx_set_deadline(struct sbx *sb, int64_t deadline_ms, err_t *err)
 
 /* ---------- kill ---------- */
 
+static void cold_stop_finish(struct sbx *sb);
+
 static void kill_finish(struct sbx *sb)
 {
     struct serve *d = sb->d;
@@ -217,6 +230,10 @@ static void kill_finish(struct sbx *sb)
     if (sb->have_jail)
         jail_close(&sb->jail);
     sb->have_jail = false;
+    if (sb->cold_stopping) {
+        cold_stop_finish(sb);
+        return;
+    }
     remove_leftovers(d, sb->id);
     enum sandbox_state to = sb->state == SANDBOX_CREATING ? SANDBOX_FAILED : SANDBOX_KILLED;
     if (store_sandbox_transition(d->store, sb->id, SANDBOX_STATES_LIVE, to, sb->end_reason,
@@ -263,20 +280,40 @@ static void on_pidfd(uv_poll_t *p, int status, int events)
     remove_step(sb);
 }
 
+static void stop_processes(struct sbx *sb);
+
 void sbx_kill(struct sbx *sb, const char *reason, sbx_done_fn done, void *user)
 {
+    if (sb->killing && sb->cold_stopping) {
+        /* a cold pause's kill is under way: it ends as a kill, everything removed */
+        sb->cold_stopping = false;
+        finish_step(sb, -1, reason ? reason : "killed");
+        sb->done = done;
+        sb->done_user = user;
+        strfmt_text_append(sb->end_reason, sizeof sb->end_reason, "%s", reason ? reason : "killed");
+        return;
+    }
     if (sb->killing) {
         if (done)
             done(sb, -1, "it is being killed already", user);
         return;
     }
-    if (sb->done) /* a step in flight (a create, a freeze) ends here */
+    if (sb->done) /* a step in flight (a create, a boot, a freeze) ends here */
         finish_step(sb, -1, reason ? reason : "killed");
+    sb->booting = false;
     sb->killing = true;
     layer_wait_end(sb);
     sb->done = done;
     sb->done_user = user;
     strfmt_text_append(sb->end_reason, sizeof sb->end_reason, "%s", reason ? reason : "killed");
+    stop_processes(sb);
+}
+
+/* Every process of the sandbox killed, then init reaped and the cgroup removed, each step when
+ * its fd or timer says so; kill_finish at the end. */
+static void stop_processes(struct sbx *sb)
+{
+    metrics_stop(sb);
     uv_timer_stop(&sb->deadline_timer);
     uv_timer_stop(&sb->step_timer);
     if (sb->ctl_polling) {
@@ -322,20 +359,32 @@ static void on_ctl_creating(uv_poll_t *p, int status, int events)
     uv_timer_stop(&sb->step_timer);
     char sock[STORE_ID_MAX + sizeof SBX_SOCKET_SUFFIX];
     snprintf(sock, sizeof sock, "%s%s", sb->id, SBX_SOCKET_SUFFIX);
+    bool boot = sb->booting;
     if (rc == 0 &&
         jail_record_save(&sb->jail, sb->uids.host_base, sb->d->run_fd, sock, &err) == 0 &&
-        store_sandbox_transition(sb->d->store, sb->id, SANDBOX_STATE_BIT(SANDBOX_CREATING),
-                                 SANDBOX_RUNNING, NULL, "started", NULL, &err) == 0) {
+        store_sandbox_transition(sb->d->store, sb->id,
+                                 SANDBOX_STATE_BIT(boot ? SANDBOX_PAUSED : SANDBOX_CREATING),
+                                 SANDBOX_RUNNING, NULL, boot ? "resumed" : "started",
+                                 boot ? "{\"memory\":false}" : NULL, &err) == 0) {
         sb->state = SANDBOX_RUNNING;
+        sb->cold = sb->booting = false;
         /* init holds the uid range from now on (hold_fd): the daemon's copy may go */
         uid_range_release(&sb->uids);
         agent_attach(sb);
         arm_deadline(sb);
+        metrics_start(sb);
         finish_step(sb, 0, NULL);
         return;
     }
     char why[STORE_REASON_MAX + 1] = "";
-    strfmt_text_append(why, sizeof why, "setup failed: %s", err.msg);
+    strfmt_text_append(why, sizeof why, "%s failed: %s", boot ? "boot" : "setup", err.msg);
+    if (boot) { /* what began is undone; the sandbox stays paused without memory */
+        finish_step(sb, -1, why);
+        sb->booting = false;
+        sb->cold_stopping = sb->killing = true;
+        stop_processes(sb);
+        return;
+    }
     sbx_kill(sb, why, NULL, NULL);
 }
 
@@ -374,8 +423,10 @@ static int start_jail(struct sbx *sb, err_t *err)
         uid_range_acquire(d->lock_path, &sb->uids, err) < 0)
         return -1;
     int listen_fd = make_listener(d, sb->id, err);
-    if (listen_fd < 0)
+    if (listen_fd < 0) {
+        uid_range_release(&sb->uids);
         return -1;
+    }
     struct jail_spec spec = {
         .cgroups = d->cgroups,
         .name = sb->id,
@@ -554,6 +605,7 @@ static void freeze_poll(uv_timer_t *t)
     sb->paused_at_ns = jail_now_ns();
     scmd_pause_all(sb);
     uv_timer_stop(&sb->deadline_timer);
+    metrics_stop(sb);
     finish_step(sb, 0, NULL);
 }
 
@@ -579,6 +631,9 @@ int sbx_resume(struct sbx *sb, err_t *err)
 {
     if (sb->state != SANDBOX_PAUSED || sb->killing)
         return err_set(err, EINVAL, "sandbox %s is not paused", sb->id);
+    if (sb->cold || sb->booting)
+        return err_set(err, EINVAL, "sandbox %s was paused without its memory: it boots again",
+                       sb->id);
     if (jail_freeze_start(&sb->jail, false, err) < 0 ||
         store_sandbox_transition(sb->d->store, sb->id, SANDBOX_STATE_BIT(SANDBOX_PAUSED),
                                  SANDBOX_RUNNING, NULL, "resumed", NULL, err) < 0)
@@ -592,6 +647,118 @@ int sbx_resume(struct sbx *sb, err_t *err)
         scmd_adopt_all(sb);
     }
     arm_deadline(sb);
+    metrics_start(sb);
+    return 0;
+}
+
+/* ---------- pause without memory, and the boot after it ---------- */
+
+static void poll_closed(uv_handle_t *h)
+{
+    struct sbx *sb = h->data;
+    h->data = NULL; /* uninitialized again: the next start makes it anew */
+    sb->polls_closing--;
+    if (--sb->open_handles == 0)
+        free(sb);
+}
+
+/* The processes are gone and the cgroup removed: what stays is the disk layer. The polls of
+ * init's fds are closed, so that a boot can make them again for the next init's. */
+static void cold_stop_finish(struct sbx *sb)
+{
+    sb->cold_stopping = sb->killing = false;
+    sb->end_reason[0] = '\0';
+    scmd_release_all(sb, "the sandbox was paused without its memory");
+    remove_run_files(sb->d, sb->id); /* after the commands: their records go with them */
+    uv_handle_t *polls[] = {(uv_handle_t *)&sb->ctl_poll, (uv_handle_t *)&sb->pidfd_poll};
+    for (size_t i = 0; i < 2; i++)
+        if (polls[i]->data == sb && !uv_is_closing(polls[i])) {
+            sb->polls_closing++;
+            uv_close(polls[i], poll_closed);
+        }
+    sb->ctl_polling = sb->pidfd_polling = false;
+    uid_range_release(&sb->uids);
+    finish_step(sb, 0, NULL);
+}
+
+int sbx_pause_cold(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
+{
+    if (sb->state == SANDBOX_PAUSED)
+        return err_set(err, EALREADY, "sandbox %s is already paused", sb->id);
+    if (sb->state != SANDBOX_RUNNING || sb->killing || sb->done)
+        return err_set(err, EBUSY, "sandbox %s is %s", sb->id,
+                       sb->killing ? "being killed"
+                       : sb->done  ? "busy"
+                                   : sandbox_state_name(sb->state));
+    /* The row first: a daemon killed half-way finds it paused without memory and finishes the
+     * job (sbx_reopen_all), where a row still running would be marked failed and its disk
+     * layer, the files the pause is there to keep, removed. */
+    if (store_sandbox_pause_cold(sb->d->store, sb->id, err) < 0)
+        return -1;
+    sb->state = SANDBOX_PAUSED;
+    sb->cold = true;
+    sb->adopt_on_resume = false;
+    sb->done = done;
+    sb->done_user = user;
+    sb->cold_stopping = sb->killing = true;
+    stop_processes(sb);
+    return 0;
+}
+
+static void boot_later(uv_timer_t *t);
+
+/* The boot proper, once the last init's polls are closed: on the disk layer the sandbox left,
+ * never a new one in its place. */
+static int boot_now(struct sbx *sb, err_t *err)
+{
+    char layer[PATH_MAX];
+    if (path_of(sb->d, sb->d->sandboxes_dir, sb->id, "", layer, sizeof layer, err) < 0)
+        return -1;
+    if (!disk_layer_exists(layer))
+        return err_set(err, ENOENT, "sandbox %s: its disk layer is gone", sb->id);
+    if (start_jail(sb, err) == 0)
+        return 0;
+    if (sb->have_jail) { /* begun, then the loop refused its fd: undone, it stays cold */
+        sb->cold_stopping = sb->killing = true;
+        stop_processes(sb);
+    }
+    return -1;
+}
+
+static void boot_later(uv_timer_t *t)
+{
+    struct sbx *sb = t->data;
+    err_t err;
+    if (sb->polls_closing) {
+        uv_timer_start(&sb->step_timer, boot_later, 1, 0);
+        return;
+    }
+    if (boot_now(sb, &err) < 0) {
+        sb->booting = false;
+        finish_step(sb, -1, err.msg);
+    }
+}
+
+int sbx_boot(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
+{
+    if (sb->cold_stopping || sb->booting || sb->done)
+        return err_set(err, EBUSY, "sandbox %s is %s", sb->id,
+                       sb->cold_stopping ? "being paused" : "busy");
+    if (sb->state != SANDBOX_PAUSED || !sb->cold || sb->killing)
+        return err_set(err, EINVAL, "sandbox %s is not paused without memory", sb->id);
+    sb->booting = true;
+    if (sb->polls_closing) { /* the last init's polls close at the end of this loop turn */
+        sb->done = done;
+        sb->done_user = user;
+        uv_timer_start(&sb->step_timer, boot_later, 1, 0);
+        return 0;
+    }
+    if (boot_now(sb, err) < 0) {
+        sb->booting = false;
+        return -1;
+    }
+    sb->done = done;
+    sb->done_user = user;
     return 0;
 }
 
@@ -600,7 +767,8 @@ int sbx_resume(struct sbx *sb, err_t *err)
 struct live_row {
     char id[STORE_ID_MAX + 1];
     enum sandbox_state state;
-    bool auto_pause, auto_resume;
+    bool auto_pause, auto_resume, cold;
+    unsigned cpu_count, memory_mb, disk_mb;
     int64_t deadline_ms;
     char envd_token[STORE_TOKEN_MAX + 1];
 };
@@ -626,6 +794,10 @@ static void collect_row(const struct store_sandbox *row, void *ctx)
     r->state = row->state;
     r->auto_pause = row->auto_pause;
     r->auto_resume = row->auto_resume;
+    r->cold = row->cold;
+    r->cpu_count = row->cpu_count;
+    r->memory_mb = row->memory_mb;
+    r->disk_mb = row->disk_mb;
     r->deadline_ms = row->deadline_ms;
     snprintf(r->envd_token, sizeof r->envd_token, "%s", row->envd_token);
 }
@@ -641,11 +813,37 @@ static void mark_failed(struct serve *d, const char *id, const char *why)
         fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
 }
 
+/* A sandbox paused without memory has no init to reopen: what a daemon killed half-way through
+ * its pause (or its boot) left running is killed, and its record and socket go; its disk layer
+ * stays for the boot. */
+static bool reopen_cold(struct serve *d, const struct live_row *r)
+{
+    err_t err;
+    if (cgroup_remove_by_name(d->cgroups, r->id, &err) < 0)
+        fprintf(stderr, "hutch serve: %s: %s\n", r->id, err.msg);
+    remove_run_files(d, r->id);
+    struct sbx *sb = sbx_new(d, r->id);
+    if (!sb)
+        return false;
+    sb->state = SANDBOX_PAUSED;
+    sb->cold = true;
+    sb->auto_pause = r->auto_pause;
+    sb->auto_resume = r->auto_resume;
+    sb->deadline_ms = r->deadline_ms;
+    sb->cpu_count = r->cpu_count;
+    sb->memory_mb = r->memory_mb;
+    sb->disk_mb = r->disk_mb; /* a boot's jail_spec asks for it */
+    snprintf(sb->envd_token, sizeof sb->envd_token, "%s", r->envd_token);
+    return true;
+}
+
 static bool reopen_one(struct serve *d, const struct live_row *r)
 {
     err_t err;
     struct jail j;
     struct jail_record rec;
+    if (r->state == SANDBOX_PAUSED && r->cold)
+        return reopen_cold(d, r);
     if (jail_reopen(d->cgroups, d->run_fd, r->id, &j, &rec, &err) < 0) {
         char why[STORE_REASON_MAX + 1] = "";
         if (r->state == SANDBOX_CREATING)
@@ -668,6 +866,9 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
     sb->auto_pause = r->auto_pause;
     sb->auto_resume = r->auto_resume;
     sb->deadline_ms = r->deadline_ms;
+    sb->cpu_count = r->cpu_count;
+    sb->memory_mb = r->memory_mb;
+    sb->disk_mb = r->disk_mb; /* a boot's jail_spec asks for it */
     snprintf(sb->envd_token, sizeof sb->envd_token, "%s", r->envd_token);
     if (r->state == SANDBOX_CREATING) { /* half made: what began is killed */
         sbx_kill(sb, "the daemon stopped while it was being created", NULL, NULL);
@@ -683,6 +884,8 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
         else
             sb->adopt_on_resume = true;
     }
+    if (r->state == SANDBOX_RUNNING)
+        metrics_start(sb);
     arm_deadline(sb); /* one past due fires at once */
     return true;
 }

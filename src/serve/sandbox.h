@@ -7,6 +7,10 @@
  *   sbx_kill()     jail_kill, then (pidfd readable) reap, remove the cgroup (retrying while it is
  *                  busy), drop the record, the socket and the disk layer; the row killed
  *   sbx_pause()    freeze, done() once every task is frozen; sbx_resume() thaws
+ *   sbx_pause_cold() without memory: the row paused and cold first, then every process killed
+ *                  as for a kill, but the disk layer kept; done() once init is gone
+ *   sbx_boot()     a cold-paused sandbox started again on its disk layer (same id, token, env
+ *                  vars); done() once init said READY (a failed boot leaves it cold-paused)
  *   sbx_reopen_all() after a restart: every live row's sandbox reopened by its record, or marked
  *                  failed with the reason
  *
@@ -25,6 +29,7 @@
 struct agent_pending;
 struct agent_sub;
 struct scmd;
+struct sbx_metrics;
 struct disk_layer_job;
 struct layer_wait;
 struct swatch;
@@ -54,8 +59,13 @@ struct sbx {
     uv_timer_t step_timer; /* setup deadline, cgroup removal retries, freeze polling */
     unsigned open_handles;
     bool ctl_polling, pidfd_polling, killing, gone;
-    bool adopt_on_resume; /* reopened paused: its commands are attached once it runs */
-    unsigned step_count;  /* removal retries, freeze polls */
+    bool adopt_on_resume;   /* reopened paused: its commands are attached once it runs */
+    bool cold;              /* paused without memory: no jail, its disk layer on disk */
+    bool cold_stopping;     /* its processes are being killed for a cold pause (the kill's steps) */
+    bool booting;           /* cold-paused, being started again (the create's steps) */
+    unsigned polls_closing; /* ctl_poll, pidfd_poll closed after a cold pause, not yet done */
+    struct sbx_metrics *metrics;           /* metrics.c */
+    unsigned step_count;                   /* removal retries, freeze polls */
     char end_reason[STORE_REASON_MAX + 1]; /* why it is being killed */
     /* the one lifecycle step in progress and who waits for it */
     sbx_done_fn done;
@@ -77,6 +87,11 @@ int sbx_create(struct serve *d, const struct store_sandbox *row, sbx_done_fn don
 void sbx_kill(struct sbx *sb, const char *reason, sbx_done_fn done, void *user);
 int sbx_pause(struct sbx *sb, sbx_done_fn done, void *user, err_t *err);
 int sbx_resume(struct sbx *sb, err_t *err);
+/* A cold pause: EALREADY when paused already, EBUSY when it cannot be paused now. */
+int sbx_pause_cold(struct sbx *sb, sbx_done_fn done, void *user, err_t *err);
+/* Boots a cold-paused sandbox; done(rc) once it runs (0) or the boot failed (-1: it stays
+ * cold-paused). EINVAL when it is not cold-paused, EBUSY when a step is in flight. */
+int sbx_boot(struct sbx *sb, sbx_done_fn done, void *user, err_t *err);
 /* Moves the deadline (ms since the epoch) and re-arms its timer; kept in the store. */
 int sbx_set_deadline(struct sbx *sb, int64_t deadline_ms, err_t *err);
 struct sbx *sbx_find(struct serve *d, const char *id);

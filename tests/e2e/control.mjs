@@ -6,8 +6,6 @@ import { Sandbox, SandboxError, SandboxNotFoundError, AuthenticationError, Inval
 import { start, done, test, assert, eq, match, rejects, sleep, waitFor, api, env } from './harness.mjs'
 
 const PENDING = {
-  'getMetrics: samples within 30 s of creation': 'metrics (Sandbox.getMetrics)',
-  'pause({keepMemory: false}): files kept, processes gone, a new boot id': 'pause({memory: false}) and boot id',
 }
 
 await start({ pending: PENDING })

@@ -176,6 +176,39 @@ for who in "${roles[@]}"; do
     is "$(cat /proc/sys/kernel/domainname)" "$host_domain" "$who: the host's domainname is unchanged"
     is "$(sed -n 's/^sys: //p' <<<"$out")" "0 0" "$who: /sys is empty and no sysfs is mounted"
 done
+# --- the boot id ------------------------------------------------------------------------------
+# /proc/sys/kernel/random/boot_id is the host's in a plain /proc: each start gets its own, which
+# neither sandbox root's write, chmod, remount nor umount turns back into the host's.
+host_boot=$(cat /proc/sys/kernel/random/boot_id)
+boots=()
+for who in "${roles[@]}"; do
+    f=/proc/sys/kernel/random/boot_id
+    out=$(hrun "$(role_flag "$who")" "$(esc)" -- /bin/bash -c '
+        f=$1
+        echo "boot: $(cat $f)"
+        echo x 2>&1 >$f; echo "write: rc=$?"
+        chmod 666 $f 2>&1; echo "chmod: rc=$?"
+        /tmp/escape remount_rw:$f umount:$f
+        umount $f 2>&1; echo "umount(8): rc=$?"
+        echo "after: $(cat $f)"' _ "$f" 2>&1)
+    boot=$(sed -n 's/^boot: //p' <<<"$out")
+    boots+=("$boot")
+    like "$boot" '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' "$who: the boot id inside is a uuid ($boot)"
+    [ -n "$boot" ] && [ "$boot" != "$host_boot" ] && ok "$who: the boot id inside is not the host's" || not_ok "$who: the boot id inside is not the host's"
+    like "$out" 'write: rc=[1-9]' "$who: writing the boot id fails"
+    like "$out" 'chmod: rc=[1-9]' "$who: chmod of the boot id fails"
+    expect "$out" "remount_rw:$f" EPERM "$who: remounting the boot id read-write fails with EPERM"
+    expect "$out" "umount:$f" EPERM "$who: unmounting the boot id fails with EPERM (seccomp)"
+    like "$out" 'umount\(8\): rc=[1-9]' "$who: umount(8) of the boot id fails"
+    is "$(sed -n 's/^after: //p' <<<"$out")" "$boot" "$who: the boot id is unchanged after the attempts"
+done
+[ "${boots[0]}" != "${boots[1]}" ] && ok "two starts get two boot ids" || not_ok "two starts get two boot ids"
+# control: the same probe does unmount a bind over the boot id where the caller may (the host's
+# root in a mount namespace of its own), so EPERM above is the sandbox's doing
+ctl=$(unshare -m bash -c 'mount --make-rprivate / && mount --bind /dev/null /proc/sys/kernel/random/boot_id && "$0" umount:/proc/sys/kernel/random/boot_id && cat /proc/sys/kernel/random/boot_id' "$PROBES/escape" 2>&1)
+like "$ctl" "umount:/proc/sys/kernel/random/boot_id ok" "control: the probe's umount of such a bind works with CAP_SYS_ADMIN"
+like "$ctl" "$host_boot" "control: and uncovers the host's boot id"
+
 # Every global file under /proc that opens for writing (pid directories aside). /proc/pressure
 # takes PSI triggers from any unprivileged user, on the host too; nothing else may open.
 for who in "${roles[@]}"; do

@@ -741,6 +741,70 @@ static void touch_64mib(void)
         p[i] = 1;
 }
 
+/* 24 MiB of anonymous memory and 4 MiB of page cache (a tmpfs file, shmem: "file" on v2,
+ * "cache" on v1), then a pause until killed. */
+static char memory_file[64];
+static void hold_28mib(void)
+{
+    size_t size = 24 * MIB;
+    char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        _exit(2);
+    for (size_t i = 0; i < size; i += 4096)
+        p[i] = 1;
+    int fd = open(memory_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        _exit(3);
+    for (size_t i = 0; i < 4 * MIB; i += 4096)
+        if (write(fd, p, 4096) != 4096)
+            _exit(4);
+    close(fd);
+    pause_forever();
+}
+
+static void test_memory(const struct mode *m)
+{
+    char name[64];
+    mode_group_name(name, sizeof name, m, "memory");
+    snprintf(memory_file, sizeof memory_file, "/dev/shm/hutch-test-%d-memory", (int)getpid());
+    struct cgroup_limits limits = {.memory_bytes = m->limits ? 64 * MIB : 0};
+    struct cgroup *cg = NULL;
+    err_t err;
+    if (cgroup_create(m->host, NULL, name, &limits, 0, &cg, &err) < 0) {
+        ok(0, "%s: create: %s", m->label, err.msg);
+        return;
+    }
+    struct cgroup_memory mem;
+    ok_call(cgroup_read_memory(cg, &mem, &err_), "%s: read the memory of an empty group", m->label);
+    is_u64(mem.limit_bytes, m->limits ? 64 * MIB : 0, "%s: the limit reads as written", m->label);
+    int go;
+    pid_t pid = spawn_waiting(&go, hold_28mib);
+    ok_call(cgroup_attach(cg, pid, &err_), "%s: attach", m->label);
+    release(go);
+    /* the child touches its memory after the release: until then the group holds less */
+    bool seen = false;
+    for (int i = 0; i < 400 && !seen; i++) {
+        seen = cgroup_read_memory(cg, &mem, &err) == 0 && mem.cache_bytes >= 4 * MIB;
+        if (!seen)
+            usleep(5000);
+    }
+    if (m->limits) {
+        ok(seen, "%s: the page cache of a 4 MiB tmpfs file is counted (%" PRIu64 ")", m->label,
+           mem.cache_bytes);
+        ok(mem.current_bytes >= 28 * MIB && mem.current_bytes <= 64 * MIB,
+           "%s: 28 MiB <= current <= the limit (%" PRIu64 ")", m->label, mem.current_bytes);
+        ok(mem.cache_bytes <= mem.current_bytes, "%s: the cache is part of current", m->label);
+    } else {
+        ok(!seen && mem.current_bytes == 0 && mem.limit_bytes == 0,
+           "%s: without the memory controller the group reads as zeros", m->label);
+    }
+    ok_call(cgroup_kill(cg, &err_), "%s: kill", m->label);
+    ok(reap(pid) == SIGKILL, "%s: the child died of SIGKILL", m->label);
+    unlink(memory_file);
+    ok_call(cgroup_destroy(cg, &err_), "%s: destroy", m->label);
+    ok(group_gone(name), "%s: no directory left", m->label);
+}
+
 static void test_oom(const struct mode *m)
 {
     char name[64];
@@ -2711,6 +2775,7 @@ static int test_native_v2(void)
     RUN(60, test_native_v2_limits(host));
     RUN(60, test_native_v2_pids(host));
     RUN(60, test_native_v2_oom(host));
+    RUN(60, test_memory(&mode_v2_native));
     RUN(60, test_placement(&mode_v2_native));
     RUN(60, test_cpu(&mode_v2_native));
     RUN(60, test_freeze(&mode_v2_native));
@@ -2733,6 +2798,7 @@ static void test_mode(const struct mode *m)
     RUN(30, test_rollback(m));
     RUN(30, test_placement(m));
     RUN(30, test_oom(m));
+    RUN(30, test_memory(m));
     RUN(30, test_cpu(m));
     RUN(30, test_freeze(m));
     RUN(30, test_kill_tree(m));
@@ -2746,6 +2812,7 @@ static void test_mode_v2_forced(const struct mode *m)
     RUN(30, test_forced_v2_refuses_limits(m->host));
     RUN(30, test_forced_v2_placement(m->host));
     RUN(30, test_placement(m));
+    RUN(30, test_memory(m));
     RUN(30, test_cpu(m));
     RUN(30, test_freeze(m));
     RUN(30, test_kill_tree(m));

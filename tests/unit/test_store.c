@@ -343,6 +343,72 @@ static void crashes(void)
        total);
 }
 
+/* Schema version 2: a version-1 database (its schema as released, with a running sandbox)
+ * migrates, its row not cold; a cold pause sets the flag and the resume clears it; a normal
+ * pause is not cold. */
+static void cold_pause(const char *path)
+{
+    char old_path[192];
+    snprintf(old_path, sizeof old_path, "%s.v1", path);
+    sqlite3 *db;
+    int rc = sqlite3_open(old_path, &db);
+    rc |= sqlite3_exec(db,
+                       "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, template_id TEXT NOT NULL,"
+                       " alias TEXT NOT NULL DEFAULT '', state TEXT NOT NULL CHECK (state IN"
+                       " ('creating','running','paused','killed','failed')), created_ms INTEGER"
+                       " NOT NULL, deadline_ms INTEGER NOT NULL, cpu_count INTEGER NOT NULL,"
+                       " memory_mb INTEGER NOT NULL, disk_mb INTEGER NOT NULL, auto_pause INTEGER"
+                       " NOT NULL DEFAULT 0, auto_resume INTEGER NOT NULL DEFAULT 0, envd_token"
+                       " TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', metadata TEXT NOT NULL"
+                       " DEFAULT '{}', env TEXT NOT NULL DEFAULT '{}') STRICT;"
+                       "CREATE INDEX sandboxes_by_created ON sandboxes (created_ms, id);"
+                       "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, sandbox_id TEXT"
+                       " NOT NULL REFERENCES sandboxes (id) ON DELETE CASCADE, at_ms INTEGER NOT"
+                       " NULL, kind TEXT NOT NULL, detail TEXT) STRICT;"
+                       "CREATE INDEX events_by_sandbox ON events (sandbox_id, seq);"
+                       "CREATE TABLE api_keys (hash BLOB PRIMARY KEY, name TEXT NOT NULL,"
+                       " created_ms INTEGER NOT NULL) STRICT;"
+                       "INSERT INTO sandboxes (id, template_id, state, created_ms, deadline_ms,"
+                       " cpu_count, memory_mb, disk_mb, envd_token) VALUES ('old1', 'base',"
+                       " 'running', 1, 2, 2, 512, 1024, 'tok');"
+                       "PRAGMA user_version = 1;",
+                       NULL, NULL, NULL);
+    sqlite3_close(db);
+    ok(rc == SQLITE_OK, "a database of schema version 1");
+    err_t err = {0};
+    struct store *st = store_open(old_path, &err);
+    ok(st && store_schema_version(st, &err) == 2, "it migrates to version 2 (%s)",
+       st ? "ok" : err.msg);
+    if (!st)
+        return;
+    struct store_sandbox got = {0};
+    ok(store_sandbox_get(st, "old1", &got, &err) == 0 && got.state == SANDBOX_RUNNING &&
+           !got.cold && strcmp(got.envd_token, "tok") == 0,
+       "its sandbox is kept, running and not cold");
+    store_sandbox_free_fields(&got);
+    ok(store_sandbox_pause_cold(st, "old1", &err) == 0, "a cold pause (%s)", err.msg);
+    ok(store_sandbox_get(st, "old1", &got, &err) == 0 && got.state == SANDBOX_PAUSED && got.cold,
+       "paused and cold");
+    store_sandbox_free_fields(&got);
+    ok(store_sandbox_pause_cold(st, "old1", &err) < 0 && err.errnum == EBUSY,
+       "a second cold pause is refused (%s)", err.msg);
+    ok(store_sandbox_transition(st, "old1", SANDBOX_STATE_BIT(SANDBOX_PAUSED), SANDBOX_RUNNING,
+                                NULL, "resumed", NULL, &err) == 0 &&
+           store_sandbox_get(st, "old1", &got, &err) == 0 && got.state == SANDBOX_RUNNING &&
+           !got.cold,
+       "the resume clears cold");
+    store_sandbox_free_fields(&got);
+    ok(store_sandbox_transition(st, "old1", SANDBOX_STATE_BIT(SANDBOX_RUNNING), SANDBOX_PAUSED,
+                                NULL, "paused", NULL, &err) == 0 &&
+           store_sandbox_get(st, "old1", &got, &err) == 0 && got.state == SANDBOX_PAUSED &&
+           !got.cold,
+       "a pause with memory is not cold");
+    store_sandbox_free_fields(&got);
+    ok(store_sandbox_pause_cold(st, "nope", &err) < 0 && err.errnum == ENOENT,
+       "a cold pause of an unknown sandbox: ENOENT");
+    store_close(st);
+}
+
 int main(void)
 {
     transitions();
@@ -374,6 +440,8 @@ int main(void)
        "reopened: the same sandboxes and keys");
     store_sandbox_free_fields(&got);
     store_close(st);
+
+    cold_pause(db_path);
 
     /* a database from a newer hutch */
     sqlite3 *db;
