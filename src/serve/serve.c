@@ -174,6 +174,32 @@ static void on_stop_signal(uv_signal_t *s, int signum)
     uv_close((uv_handle_t *)&d->sig_int, NULL);
 }
 
+/* The sandboxes' sudo (src/sudo/main.c): $HUTCH_SUDO ("" for none), else hutch-sudo in the
+ * directory of our own binary. */
+static void find_sudo(struct serve *d)
+{
+    const char *env = getenv("HUTCH_SUDO");
+    char exe[PATH_MAX];
+    ssize_t n;
+    if (env) {
+        if (!env[0] || strfmt(d->sudo_path, sizeof d->sudo_path, "%s", env) < 0)
+            return;
+    } else if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (!slash || strfmt(d->sudo_path, sizeof d->sudo_path, "%.*s/hutch-sudo",
+                             (int)(slash - exe), exe) < 0)
+            return;
+    }
+    if (!d->sudo_path[0] || access(d->sudo_path, X_OK) < 0) {
+        fprintf(stderr, "hutch serve: no sudo in sandboxes (%s: %s)\n",
+                d->sudo_path[0] ? d->sudo_path : "hutch-sudo", strerror(errno));
+        return;
+    }
+    d->sudo_mount = (struct jail_mount){.host_path = d->sudo_path,
+                                        .sandbox_path = "/usr/local/bin/sudo"};
+}
+
 static int setup(struct serve *d, const struct serve_options *o, err_t *err)
 {
     if (strfmt(d->state_dir, sizeof d->state_dir, "%s",
@@ -208,6 +234,7 @@ static int setup(struct serve *d, const struct serve_options *o, err_t *err)
         return -1;
     if (jail_init_exec_fd() < 0)
         return err_set(err, ENOENT, "cannot open hutch's own binary to run as init");
+    find_sudo(d);
     return 0;
 }
 
