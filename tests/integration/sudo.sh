@@ -32,7 +32,8 @@ import sys, json, struct, base64, urllib.request
 u, sid, tok, user, script = sys.argv[1:]
 body = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", script]}, "user": user, "stdin": False}).encode()
 req = urllib.request.Request(u + "/process.Process/Start", data=b"\0" + struct.pack(">I", len(body)) + body,
-    headers={"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "X-Access-Token": tok})
+    headers={"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "X-Access-Token": tok,
+             **json.loads(__import__("os").environ.get("ENVD_HEADERS", "{}"))})
 raw = urllib.request.urlopen(req, timeout=60).read()
 out, end = b"", "no end"
 while raw:
@@ -95,5 +96,66 @@ is "$(run "$A" "$TA" user "echo $mark | sudo tee /etc/$mark >/dev/null; cat /etc
 is "$(run "$B" "$TB" user "cat /etc/$mark 2>/dev/null || echo none")" "$(printf 'none\nexit=0')" "... not seen in another sandbox"
 [ ! -e "/etc/$mark" ] && ok "... nor on the host" || not_ok "... nor on the host"
 is "$(run "$A" "$TA" user "sudo rm /etc/$mark && echo removed")" "$(printf 'removed\nexit=0')" "... and sudo removes it again"
+
+# --- the command is in the caller's command cgroup, and dies with it ---
+out=$(run "$A" "$TA" user 'sudo sleep 4242 & sleep 1; echo started' &)
+sleep 0.5
+sleeper=$(pgrep -f '^sleep 4242$' | head -n1)
+caller=$(pgrep -f 'sudo sleep 4242$' | head -n1)
+if [ -n "$sleeper" ] && [ -n "$caller" ]; then
+    is "$(cat /proc/$sleeper/cgroup)" "$(cat /proc/$caller/cgroup)" "the sudo command is in the cgroup of the command that asked"
+    like "$(grep -m1 . /proc/$sleeper/cgroup)" "/hutch/$A/c[0-9]+\$" "... a command group of its own sandbox"
+    su=$(awk '/^Uid:/ {print $2}' /proc/$sleeper/status)
+    cu=$(awk '/^Uid:/ {print $2}' /proc/$caller/status)
+    [ "$su" -eq $((cu - 1000)) ] && [ "$su" -ne 0 ] && ok "... as the sandbox's root: host uid $su (the caller's is $cu), never the host's root" ||
+        not_ok "... as the sandbox's root (host uid $su, the caller's $cu)"
+else
+    not_ok "the sudo command runs (sleeper '$sleeper', caller '$caller')"
+fi
+for _ in $(seq 50); do pgrep -f '^sleep 4242$' >/dev/null || break; sleep 0.1; done
+pgrep -f '^sleep 4242$' >/dev/null && not_ok "the command's end kills what sudo started in its group" ||
+    ok "the command's end kills what sudo started in its group"
+is "$(run "$A" "$TA" user 'sudo sleep 4243 & p=$!; sleep 0.5; kill -TERM $p; wait $p; echo rc=$?; sleep 0.3; pgrep -f "^sleep 4243" || echo gone')" \
+    "$(printf 'rc=143\ngone\nexit=0')" "SIGTERM to sudo reaches the command (which dies of it, and so does sudo)"
+is "$(run "$A" "$TA" user 'sudo sleep 4244 & p=$!; sleep 0.5; kill -KILL $p; sleep 0.5; pgrep -f "^sleep 4244" || echo gone')" \
+    "$(printf 'gone\nexit=0')" "sudo killed by SIGKILL: its command gets SIGHUP and dies too"
+is "$(run "$A" "$TA" user 'sudo sh -c "trap \"\" HUP; sleep 4246" & p=$!; sleep 0.5; kill -KILL $p; sleep 3; pgrep -f "^sleep 4246" || echo gone')" \
+    "$(printf 'gone\nexit=0')" "... and SIGKILL a little later if it ignores SIGHUP"
+ENVD_HEADERS='{"Connect-Timeout-Ms":"1500"}' run "$A" "$TA" user 'sudo sleep 4247' >/dev/null
+sleep 0.5
+pgrep -f '^sleep 4247$' >/dev/null && not_ok "a command killed by the daemon takes its sudo command with it" ||
+    ok "a command killed by the daemon takes its sudo command with it"
+
+# --- hostile clients of the socket ---
+[ "$(upload "$A" "$TA" "$PROBES/sudo_client" /tmp/sudo_client)" = 200 ] && ok "the probe is uploaded" || not_ok "the probe is uploaded"
+for mode in garbage huge fds host die idle; do
+    out=$(run "$A" "$TA" user "chmod +x /tmp/sudo_client && /tmp/sudo_client $mode")
+    like "$out" "exit=0\$" "hostile client ($mode) is answered or dropped"
+    diag "$(head -n 8 <<<"$out")"
+done
+out=$(run "$A" "$TA" user '/tmp/sudo_client flood 100')
+like "$out" "100 of 100 concurrent clients ran true.*exit=0" "100 concurrent clients are all served"
+is "$(run "$A" "$TA" user 'sudo id -u')" "$(printf '0\nexit=0')" "init keeps serving sudo after all of that"
+is "$(run "$A" "$TA" user 'id -u')" "$(printf '1000\nexit=0')" "... and the host's commands"
+for _ in $(seq 50); do pgrep -f '^sleep 4245$' >/dev/null || break; sleep 0.1; done
+pgrep -f '^sleep 4245$' >/dev/null && not_ok "the commands of clients that died are gone" || ok "the commands of clients that died are gone"
+init_pid=$(pgrep -f "hutch-init" | while read -r p; do grep -q "/hutch/$A/init" /proc/$p/cgroup 2>/dev/null && echo $p; done | head -n1)
+if [ -n "$init_pid" ]; then
+    n=$(ls /proc/$init_pid/fd | wc -l)
+    [ "$n" -lt 40 ] && ok "init holds $n fds after the hostile clients (none leaked)" || not_ok "init holds $n fds after the hostile clients"
+else
+    skip "init's fds" "init's pid not found"
+fi
+
+# --- one sandbox's socket is not another's ---
+ia=$(run "$A" "$TA" user 'stat -c %d:%i /run/hutch/sudo')
+ib=$(run "$B" "$TB" user 'stat -c %d:%i /run/hutch/sudo')
+[ "$ia" != "$ib" ] && ok "each sandbox has its own socket" || not_ok "each sandbox has its own socket ($ia, $ib)"
+is "$(run "$B" "$TB" user 'sudo hostname >/dev/null; sudo cat /etc/'"$mark"'-b 2>/dev/null || echo none')" "$(printf 'none\nexit=0')" \
+    "sudo in the other sandbox runs there"
+out=$(run "$B" "$TB" user 'ls /proc/*/root/run/hutch/ 2>/dev/null | sort -u | grep -c sudo')
+like "$out" "^[01]" "no other sandbox's socket is in reach through /proc"
+[ -z "$(ls /run/hutch/sudo 2>/dev/null)" ] && ok "the host has no sudo socket of a sandbox's at its own /run/hutch" ||
+    not_ok "the host has no sudo socket at /run/hutch"
 
 done_testing
