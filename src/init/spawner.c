@@ -2,9 +2,9 @@
  * sandbox that can still exec. It does one thing, for init only: receive a SPAWN (as the host
  * sent it, with the command's cgroup fds), start the command (command.c) and answer with its pid
  * and the host's ends of its pipes or pty; or a SUDO_SPAWN, which init made from a sudo request
- * (sudo.c): the asker's stdio, in the cgroup of the asker's command (sudo_groups.c). It reaches nothing but its socket to init, holds no
- * fd of anyone else's, and runs no code of the sandbox's: commands are its children only until
- * clone3 returns (CLONE_PARENT makes init their parent). */
+ * (sudo.c): the asker's stdio, in the cgroup of the asker's command (sudo_groups.c). It reaches
+ * nothing but its socket to init, holds no fd of anyone else's, and runs no code of the sandbox's:
+ * commands are its children only until clone3 returns (CLONE_PARENT makes init their parent). */
 #include "init/spawner.h"
 
 #include <errno.h>

@@ -322,8 +322,7 @@ static struct sudo_session *by_spawn(struct sudo_server *sv, uint32_t spawn_id)
     return NULL;
 }
 
-bool sudo_spawned(struct sudo_server *sv, uint32_t spawn_id, pid_t pid, int errnum,
-                  const char *msg)
+bool sudo_spawned(struct sudo_server *sv, uint32_t spawn_id, pid_t pid, int errnum, const char *msg)
 {
     if (!(spawn_id & SUDO_SPAWN_ID_BIT))
         return false;

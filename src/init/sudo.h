@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SUDO_MAX_SESSIONS   128  /* connections at once; more wait in the listen backlog */
-#define SUDO_MAX_QUEUED     8    /* requests waiting for the spawner; more are told EAGAIN */
-#define SUDO_REQUEST_MS     10000 /* from accept to the request */
-#define SUDO_HANGUP_KILL_MS 2000  /* from SIGHUP (the asker went) to SIGKILL */
+#define SUDO_MAX_SESSIONS   128         /* connections at once; more wait in the listen backlog */
+#define SUDO_MAX_QUEUED     8           /* requests waiting for the spawner; more are told EAGAIN */
+#define SUDO_REQUEST_MS     10000       /* from accept to the request */
+#define SUDO_HANGUP_KILL_MS 2000        /* from SIGHUP (the asker went) to SIGKILL */
 #define SUDO_SPAWN_ID_BIT   0x80000000u /* spawner request ids of sudo commands */
 
 /* Hands a SUDO_SPAWN (msg, malloc'd; fds) to the agent's spawner queue, which owns both from then
@@ -21,10 +21,10 @@ typedef int (*sudo_submit_fn)(void *arg, uint32_t spawn_id, uint8_t *msg, size_t
                               size_t n_fds);
 
 struct sudo_session {
-    int fd;          /* the asker's connection; -1 once it went */
-    bool used;       /* the slot is taken */
-    bool queued;     /* with the spawner */
-    bool running;    /* started, not reaped */
+    int fd;       /* the asker's connection; -1 once it went */
+    bool used;    /* the slot is taken */
+    bool queued;  /* with the spawner */
+    bool running; /* started, not reaped */
     bool hup_sent;
     uint32_t request_id, spawn_id;
     pid_t pid;

@@ -23,8 +23,7 @@ static size_t fd_budget(void)
     return rl.rlim_cur > 64 ? (size_t)(rl.rlim_cur / 2) : 0;
 }
 
-void sudo_groups_add(uint32_t cmd_id, const char *name, const int *fds, bool has_dir,
-                     unsigned n_v1)
+void sudo_groups_add(uint32_t cmd_id, const char *name, const int *fds, bool has_dir, unsigned n_v1)
 {
     size_t n = (has_dir ? 1 : 0) + n_v1;
     if (cmd_id == 0 || !name[0] || strlen(name) > 32 || n == 0 || n > 1 + PROTO_MAX_V1_FDS ||

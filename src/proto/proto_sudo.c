@@ -65,8 +65,7 @@ int proto_decode_sudo(const struct proto_msg *m, struct proto_sudo *out, err_t *
     memset(out, 0, sizeof *out);
     if (m->type != PROTO_SUDO && m->type != PROTO_SUDO_SPAWN)
         return err_set(err, EBADMSG, "protocol: message %u is not a sudo request", m->type);
-    bool spawn = m->type == PROTO_SUDO_SPAWN, have_user = false, have_cwd = false,
-         have_pid = false;
+    bool spawn = m->type == PROTO_SUDO_SPAWN, have_user = false, have_cwd = false, have_pid = false;
     size_t n_argv = 0, n_env = 0;
     uint32_t v;
     struct proto_iter it;
@@ -100,8 +99,7 @@ int proto_decode_sudo(const struct proto_msg *m, struct proto_sudo *out, err_t *
             if (proto_field_str(&f, PROTO_MAX_STRING, &out->cwd, err) < 0)
                 goto bad;
             if (out->cwd[0] != '/') {
-                err_set(err, EINVAL, "protocol: working directory %.64s is not absolute",
-                        out->cwd);
+                err_set(err, EINVAL, "protocol: working directory %.64s is not absolute", out->cwd);
                 goto bad;
             }
             break;

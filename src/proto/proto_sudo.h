@@ -35,6 +35,7 @@ int proto_decode_sudo(const struct proto_msg *m, struct proto_sudo *out, err_t *
 void proto_sudo_free(struct proto_sudo *s);
 
 /* proto_recv, and the sender's credentials (SCM_CREDENTIALS: the socket has SO_PASSCRED), which
- * the kernel checked: a process cannot claim another's pid or ids. cred->pid is 0 when none came. */
+ * the kernel checked: a process cannot claim another's pid or ids. cred->pid is 0 when none came.
+ */
 ssize_t proto_recv_creds(int sock, void *buf, size_t cap, int *fds, size_t max_fds, size_t *n_fds,
                          struct ucred *cred);

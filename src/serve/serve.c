@@ -196,8 +196,8 @@ static void find_sudo(struct serve *d)
                 d->sudo_path[0] ? d->sudo_path : "hutch-sudo", strerror(errno));
         return;
     }
-    d->sudo_mount = (struct jail_mount){.host_path = d->sudo_path,
-                                        .sandbox_path = "/usr/local/bin/sudo"};
+    d->sudo_mount =
+        (struct jail_mount){.host_path = d->sudo_path, .sandbox_path = "/usr/local/bin/sudo"};
 }
 
 static int setup(struct serve *d, const struct serve_options *o, err_t *err)

@@ -37,7 +37,7 @@ struct serve {
      * in each sandbox; host_path NULL when there is none (sandboxes then have no sudo). */
     char sudo_path[PATH_MAX];
     struct jail_mount sudo_mount;
-    struct sbx *sandboxes;        /* the live ones (sandbox.c) */
+    struct sbx *sandboxes; /* the live ones (sandbox.c) */
     size_t n_sandboxes;
     uv_signal_t sig_term, sig_int;
     bool stopping;

@@ -212,7 +212,10 @@ int main(int argc, char **argv)
         char host[256] = "localhost";
         gethostname(host, sizeof host - 1);
         printf("User %s may run the following commands on %s:\n    (ALL : ALL) NOPASSWD: ALL\n",
-               getuid() == 0 ? "root" : getuid() == 1000 ? "user" : "this user", host);
+               getuid() == 0      ? "root"
+               : getuid() == 1000 ? "user"
+                                  : "this user",
+               host);
         return 0;
     }
     char cwd_buf[4096];

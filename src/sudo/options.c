@@ -11,9 +11,9 @@
 
 /* Kept by env_reset, as sudo's defaults keep them. A trailing '*' is a prefix. */
 static const char *const kept_vars[] = {
-    "TERM",     "PATH",      "LANG",       "LANGUAGE", "LC_*",     "TZ",  "COLORS",
-    "LS_COLORS", "DISPLAY",  "XAUTHORITY", "XAUTHORIZATION", "PS1", "PS2", "HOSTNAME",
-    "COLORTERM",
+    "TERM",   "PATH",      "LANG",      "LANGUAGE",   "LC_*",           "TZ",
+    "COLORS", "LS_COLORS", "DISPLAY",   "XAUTHORITY", "XAUTHORIZATION", "PS1",
+    "PS2",    "HOSTNAME",  "COLORTERM",
 };
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -17,8 +17,17 @@
 #include <unistd.h>
 
 #define SOCK "/run/hutch/sudo"
-enum { T_HELLO = 1, T_ERROR = 4, T_SPAWN = 5, T_LIST = 12, T_SUDO = 30, T_STARTED, T_SIGNAL,
-       T_EXITED, T_SUDO_SPAWN };
+enum {
+    T_HELLO = 1,
+    T_ERROR = 4,
+    T_SPAWN = 5,
+    T_LIST = 12,
+    T_SUDO = 30,
+    T_STARTED,
+    T_SIGNAL,
+    T_EXITED,
+    T_SUDO_SPAWN
+};
 enum { F_PID = 2, F_ARG = 5, F_USER = 8, F_EXIT_CODE = 17, F_ERRNO = 19 };
 
 static uint8_t msg[1 << 20];
@@ -44,8 +53,14 @@ static void field(uint16_t tag, const void *data, uint32_t n)
     memcpy(msg + len + 8, data, n);
     len += 8 + n;
 }
-static void str(uint16_t tag, const char *s) { field(tag, s, (uint32_t)strlen(s) + 1); }
-static void u32(uint16_t tag, uint32_t v) { field(tag, &v, 4); }
+static void str(uint16_t tag, const char *s)
+{
+    field(tag, s, (uint32_t)strlen(s) + 1);
+}
+static void u32(uint16_t tag, uint32_t v)
+{
+    field(tag, &v, 4);
+}
 static void finish(void)
 {
     uint32_t body = (uint32_t)(len - 16);

@@ -31,11 +31,16 @@ int main(void)
     struct sudo_target t;
     struct sudo_request r;
     err_t err;
-    char *caller_env[] = {"PATH=/home/user/.local/bin:/usr/bin", "TERM=xterm", "FOO=bar",
-                          "HOME=/home/user", "LC_ALL=C.UTF-8", "SUDO_UID=0", NULL};
+    char *caller_env[] = {"PATH=/home/user/.local/bin:/usr/bin",
+                          "TERM=xterm",
+                          "FOO=bar",
+                          "HOME=/home/user",
+                          "LC_ALL=C.UTF-8",
+                          "SUDO_UID=0",
+                          NULL};
 
-    ok(parse(&o, &err, (char *[]){"sudo", "id", "-u", NULL}) == 0 && o.n_command == 2 &&
-           !o.user && strcmp(o.command[1], "-u") == 0,
+    ok(parse(&o, &err, (char *[]){"sudo", "id", "-u", NULL}) == 0 && o.n_command == 2 && !o.user &&
+           strcmp(o.command[1], "-u") == 0,
        "options stop at the command: `sudo id -u` runs `id -u` as root");
     ok(parse(&o, &err, (char *[]){"sudo", "-u", "user", "-n", "--", "-x", NULL}) == 0 &&
            strcmp(o.user, "user") == 0 && o.n_command == 1 && strcmp(o.command[0], "-x") == 0,
@@ -64,14 +69,13 @@ int main(void)
            o.n_assignments == 2 && o.n_command == 1,
        "VAR=value words before the command");
 
-    ok(sudo_target_resolve(NULL, passwd, &t, &err) == 0 && t.root &&
-           strcmp(t.home, "/root") == 0 && strcmp(t.shell, "/bin/bash") == 0,
+    ok(sudo_target_resolve(NULL, passwd, &t, &err) == 0 && t.root && strcmp(t.home, "/root") == 0 &&
+           strcmp(t.shell, "/bin/bash") == 0,
        "the default target is root, from /etc/passwd");
     ok(sudo_target_resolve("#1000", passwd, &t, &err) == 0 && !t.root &&
            strcmp(t.name, "user") == 0 && strcmp(t.home, "/home/user") == 0,
        "#1000 is the user");
-    ok(sudo_target_resolve("daemon", passwd, &t, &err) < 0, "another user is refused: %s",
-       err.msg);
+    ok(sudo_target_resolve("daemon", passwd, &t, &err) < 0, "another user is refused: %s", err.msg);
     ok(sudo_target_resolve("root", NULL, &t, &err) == 0 && t.root && strcmp(t.home, "/root") == 0,
        "root without an /etc/passwd");
 
