@@ -319,8 +319,7 @@ static void handle_spawner(struct agent *a)
             close(fds[i]);
         while (a->queued) {
             if (a->queue[0].sudo) {
-                sudo_spawned(&a->sudo, a->queue[0].cmd_id, 0, EIO,
-                             "the sandbox's spawner is gone");
+                sudo_spawned(&a->sudo, a->queue[0].cmd_id, 0, EIO, "the sandbox's spawner is gone");
             } else {
                 struct command_entry *e = commands_find(&a->cmds, a->queue[0].cmd_id);
                 reply_error(a, a->queue[0].client, a->queue[0].request_id, EIO,
