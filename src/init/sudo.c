@@ -240,10 +240,12 @@ static void handle_session(struct sudo_server *sv, struct sudo_session *s)
     } else if (n_fds == 0 && proto_parse(buf, (size_t)n, &m, NULL) == 0 &&
                m.type == PROTO_SUDO_SIGNAL && proto_get_u32(&m, PROTO_T_SIGNAL, &sig, NULL) == 0 &&
                sig >= 1 && sig <= 64) {
-        /* To its process group (it leads its own session), as a terminal signals a job. Not
-         * before it runs: a signal for a command still starting is dropped. */
+        /* To its process group (it leads its own session), as a terminal signals a job. One
+         * for a command still starting waits for its start (the last one only). */
         if (s->running)
             kill(-s->pid, (int)sig);
+        else
+            s->pending_signal = (int)sig;
     } else {
         asker_gone(s); /* anything else, once the request is in, ends the session */
     }
@@ -340,6 +342,8 @@ bool sudo_spawned(struct sudo_server *sv, uint32_t spawn_id, pid_t pid, int errn
     }
     s->running = true;
     s->pid = pid;
+    if (s->pending_signal)
+        kill(-pid, s->pending_signal);
     if (s->fd < 0) {
         s->fd = -1;
         asker_gone(s); /* it went while its command was starting */

@@ -26,6 +26,7 @@ struct sudo_session {
     bool queued;  /* with the spawner */
     bool running; /* started, not reaped */
     bool hup_sent;
+    int pending_signal; /* one that came while the command was starting: sent once it runs */
     uint32_t request_id, spawn_id;
     pid_t pid;
     int64_t deadline_ms; /* the request's, or SIGKILL's after a hangup; 0 = none */

@@ -2,7 +2,8 @@
 # sudo inside sandboxes of hutch serve (src/init/README.md, "sudo"): as the user, `sudo CMD` runs
 # CMD as the sandbox's root (or as the user with -u), with the caller's stdio, exit code and
 # signals; what it changes stays in its sandbox; init's sudo socket takes hostile clients
-# (tests/probe/sudo_client.c) and goes on serving; one sandbox's socket is not another's.
+# (tests/probe/sudo_client.c) and goes on serving; one sandbox's socket is not another's; hutch
+# run has no sudo.
 . "$(dirname "$0")/lib.sh"
 require_probes sudo_client
 
@@ -157,5 +158,10 @@ out=$(run "$B" "$TB" user 'ls /proc/*/root/run/hutch/ 2>/dev/null | sort -u | gr
 like "$out" "^[01]" "no other sandbox's socket is in reach through /proc"
 [ -z "$(ls /run/hutch/sudo 2>/dev/null)" ] && ok "the host has no sudo socket of a sandbox's at its own /run/hutch" ||
     not_ok "the host has no sudo socket at /run/hutch"
+
+# --- hutch run has none: its init only reaps (no agent, no spawner) ---
+out=$(hrun -- /bin/sh -c 'command -v sudo; [ -S /run/hutch/sudo ] && echo socket; echo end' 2>&1)
+case $out in *"/usr/local/bin/sudo"* | *socket*) not_ok "hutch run has no hutch sudo and no socket ($out)" ;;
+*end) ok "hutch run has no hutch sudo and no socket" ;; *) not_ok "hutch run has no hutch sudo ($out)" ;; esac
 
 done_testing
