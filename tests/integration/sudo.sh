@@ -99,13 +99,14 @@ is "$(run "$B" "$TB" user "cat /etc/$mark 2>/dev/null || echo none")" "$(printf 
 is "$(run "$A" "$TA" user "sudo rm /etc/$mark && echo removed")" "$(printf 'removed\nexit=0')" "... and sudo removes it again"
 
 # --- the command is in the caller's command cgroup, and dies with it ---
-out=$(run "$A" "$TA" user 'sudo sleep 4242 & sleep 1; echo started' &)
-sleep 0.5
+run "$A" "$TA" user 'sudo sleep 4242 </dev/null >/dev/null 2>&1 & sleep 3; echo started' >/dev/null &
+bg_run=$!
+for _ in $(seq 50); do pgrep -f '^sleep 4242$' >/dev/null && break; sleep 0.1; done
 sleeper=$(pgrep -f '^sleep 4242$' | head -n1)
 caller=$(pgrep -f 'sudo sleep 4242$' | head -n1)
 if [ -n "$sleeper" ] && [ -n "$caller" ]; then
     is "$(cat /proc/$sleeper/cgroup)" "$(cat /proc/$caller/cgroup)" "the sudo command is in the cgroup of the command that asked"
-    like "$(grep -m1 . /proc/$sleeper/cgroup)" "/hutch/$A/c[0-9]+\$" "... a command group of its own sandbox"
+    like "$(grep -m1 /hutch/ /proc/$sleeper/cgroup)" "/hutch/$A/c[0-9]+\$" "... a command group of its own sandbox"
     su=$(awk '/^Uid:/ {print $2}' /proc/$sleeper/status)
     cu=$(awk '/^Uid:/ {print $2}' /proc/$caller/status)
     [ "$su" -eq $((cu - 1000)) ] && [ "$su" -ne 0 ] && ok "... as the sandbox's root: host uid $su (the caller's is $cu), never the host's root" ||
@@ -113,11 +114,12 @@ if [ -n "$sleeper" ] && [ -n "$caller" ]; then
 else
     not_ok "the sudo command runs (sleeper '$sleeper', caller '$caller')"
 fi
+wait $bg_run
 for _ in $(seq 50); do pgrep -f '^sleep 4242$' >/dev/null || break; sleep 0.1; done
 pgrep -f '^sleep 4242$' >/dev/null && not_ok "the command's end kills what sudo started in its group" ||
     ok "the command's end kills what sudo started in its group"
-is "$(run "$A" "$TA" user 'sudo sleep 4243 & p=$!; sleep 0.5; kill -TERM $p; wait $p; echo rc=$?; sleep 0.3; pgrep -f "^sleep 4243" || echo gone')" \
-    "$(printf 'rc=143\ngone\nexit=0')" "SIGTERM to sudo reaches the command (which dies of it, and so does sudo)"
+like "$(run "$A" "$TA" user 'sudo sleep 4243 & p=$!; sleep 0.5; kill -TERM $p; wait $p; echo rc=$?; sleep 0.3; pgrep -f "^sleep 4243" || echo gone')" \
+    "rc=143.gone.exit=0\$" "SIGTERM to sudo reaches the command (which dies of it, and so does sudo)"
 is "$(run "$A" "$TA" user 'sudo sleep 4244 & p=$!; sleep 0.5; kill -KILL $p; sleep 0.5; pgrep -f "^sleep 4244" || echo gone')" \
     "$(printf 'gone\nexit=0')" "sudo killed by SIGKILL: its command gets SIGHUP and dies too"
 is "$(run "$A" "$TA" user 'sudo sh -c "trap \"\" HUP; sleep 4246" & p=$!; sleep 0.5; kill -KILL $p; sleep 3; pgrep -f "^sleep 4246" || echo gone')" \
