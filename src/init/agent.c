@@ -202,6 +202,7 @@ static int submit_sudo(void *arg, uint32_t spawn_id, uint8_t *msg, size_t len, i
         free(msg);
         for (size_t i = 0; i < n_fds; i++)
             close(fds[i]);
+        errno = a->spawner_fd < 0 ? EIO : EAGAIN;
         return -1;
     }
     struct pending_spawn *p = &a->queue[a->queued++];

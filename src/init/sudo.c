@@ -200,9 +200,12 @@ static void take_request(struct sudo_server *sv, struct sudo_session *s, const u
     s->deadline_ms = 0;
     sv->queued++;
     if (sv->submit(sv->arg, s->spawn_id, out, out_len, fds, n) < 0) {
+        bool busy = errno == EAGAIN;
         s->queued = false;
         sv->queued--;
-        send_error(s, EAGAIN, "busy: the sandbox has too many commands starting, ask again");
+        send_error(s, busy ? EAGAIN : EIO,
+                   busy ? "busy: the sandbox has too many commands starting, ask again"
+                        : "the sandbox's spawner is gone");
         asker_gone(s);
     }
 }

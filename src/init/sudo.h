@@ -16,7 +16,8 @@
 #define SUDO_SPAWN_ID_BIT   0x80000000u /* spawner request ids of sudo commands */
 
 /* Hands a SUDO_SPAWN (msg, malloc'd; fds) to the agent's spawner queue, which owns both from then
- * on, whatever it returns; -1 if it cannot take it now. */
+ * on, whatever it returns; -1 if it cannot take it: errno EAGAIN (full: ask again) or EIO (the
+ * spawner is gone). */
 typedef int (*sudo_submit_fn)(void *arg, uint32_t spawn_id, uint8_t *msg, size_t len, int *fds,
                               size_t n_fds);
 

@@ -166,4 +166,18 @@ out=$(hrun -- /bin/sh -c 'command -v sudo; [ -S /run/hutch/sudo ] && echo socket
 case $out in *"/usr/local/bin/sudo"* | *socket*) not_ok "hutch run has no hutch sudo and no socket ($out)" ;;
 *end) ok "hutch run has no hutch sudo and no socket" ;; *) not_ok "hutch run has no hutch sudo ($out)" ;; esac
 
+# --- the end: sandboxes killed, nothing left, the daemon clean ---
+for id in "$A" "$B"; do
+    is "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id")" 204 "sandbox killed"
+done
+made=()
+left=$(ls -d /sys/fs/cgroup/hutch/"$A" /sys/fs/cgroup/*/hutch/"$A" /sys/fs/cgroup/hutch/"$B" /sys/fs/cgroup/*/hutch/"$B" 2>/dev/null)
+is "$left" "" "no cgroup of theirs is left"
+kill "$daemon"
+wait "$daemon"
+is "$?" 0 "SIGTERM stops the daemon cleanly"
+daemon=
+grep -q "ERROR: AddressSanitizer\|runtime error" "$LOG" && { not_ok "the sanitizers found nothing in the daemon"; cat "$LOG"; } ||
+    ok "the sanitizers found nothing in the daemon"
+
 done_testing
