@@ -120,6 +120,10 @@ pgrep -f '^sleep 4242$' >/dev/null && not_ok "the command's end kills what sudo 
     ok "the command's end kills what sudo started in its group"
 like "$(run "$A" "$TA" user 'sudo sleep 4243 & p=$!; sleep 0.5; kill -TERM $p; wait $p; echo rc=$?; sleep 0.3; pgrep -f "^sleep 4243" || echo gone')" \
     "rc=143.gone.exit=0\$" "SIGTERM to sudo reaches the command (which dies of it, and so does sudo)"
+is "$(run "$A" "$TA" user 'python3 -c "
+import subprocess, signal, time
+p = subprocess.Popen([\"sudo\", \"sleep\", \"4248\"]); time.sleep(0.5); p.send_signal(signal.SIGINT); print(p.wait())
+"; pgrep -f "^sleep 4248" || echo gone')" "$(printf -- '-2\ngone\nexit=0')" "SIGINT too: the command dies of it, and sudo of the same signal"
 is "$(run "$A" "$TA" user 'sudo sleep 4244 & p=$!; sleep 0.5; kill -KILL $p; sleep 0.5; pgrep -f "^sleep 4244" || echo gone')" \
     "$(printf 'gone\nexit=0')" "sudo killed by SIGKILL: its command gets SIGHUP and dies too"
 is "$(run "$A" "$TA" user 'sudo sh -c "trap \"\" HUP; sleep 4246" & p=$!; sleep 0.5; kill -KILL $p; sleep 3; pgrep -f "^sleep 4246" || echo gone')" \
