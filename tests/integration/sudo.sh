@@ -184,4 +184,26 @@ daemon=
 grep -q "ERROR: AddressSanitizer\|runtime error" "$LOG" && { not_ok "the sanitizers found nothing in the daemon"; cat "$LOG"; } ||
     ok "the sanitizers found nothing in the daemon"
 
+# --- a hutch-sudo that sandboxes cannot reach: no sudo, and sandboxes still start ---
+private=$(mktemp -d /tmp/hutch-sudo-private.XXXXXX) # 0700
+cp "$ROOT/build/hutch-sudo" "$private/"
+HUTCH_SUDO=$private/hutch-sudo HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
+daemon=$!
+for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
+new_sandbox
+if [ -n "$SB" ]; then
+    is "$(run "$SB" "$TK" user 'id -u; command -v sudo || echo none')" "$(printf '1000\nnone\nexit=0')" \
+        "an unreachable hutch-sudo: the sandbox starts, without sudo"
+    api -o /dev/null -X DELETE "$U/sandboxes/$SB"
+    made=()
+else
+    not_ok "an unreachable hutch-sudo: the sandbox starts, without sudo"
+fi
+grep -q "no sudo in sandboxes: $private/hutch-sudo is not readable" "$LOG" && ok "... and the daemon says why" ||
+    not_ok "... and the daemon says why"
+kill "$daemon"
+wait "$daemon"
+daemon=
+rm -rf "$private"
+
 done_testing
