@@ -39,3 +39,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The end-to-end suite's npm packages (tests/e2e: the E2B SDKs, pinned by its package-lock.json),
+# installed when node_modules is missing or older than the lock; npm ci writes
+# node_modules/.package-lock.json, the stamp compared here.
+e2e=$(cd "$(dirname "$0")/../tests/e2e" && pwd)
+if [ ! -f "$e2e/node_modules/.package-lock.json" ] ||
+    [ "$e2e/package-lock.json" -nt "$e2e/node_modules/.package-lock.json" ]; then
+    (cd "$e2e" && npm ci --no-audit --no-fund --loglevel=error)
+    touch "$e2e/node_modules/.package-lock.json"
+fi

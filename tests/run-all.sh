@@ -114,6 +114,22 @@ for t in tests/integration/*.sh; do
     [[ $name =~ $filter ]] || continue
     run_one "$name" bash "$t"
 done
+# The end-to-end suite (tests/e2e/README.md): each tests/e2e/*.mjs but the harness drives the npm
+# E2B SDK against a daemon of its own. Where node or the SDK (scripts/install-deps.sh) is missing,
+# its log is one TAP skip line.
+for t in tests/e2e/*.mjs; do
+    [ -f "$t" ] || continue
+    case $(basename "$t") in harness.mjs) continue ;; esac
+    name=e2e/$(basename "$t" .mjs)
+    [[ $name =~ $filter ]] || continue
+    if ! command -v node >/dev/null 2>&1; then
+        run_one "$name" echo "1..0 # SKIP node is not installed"
+    elif [ ! -d tests/e2e/node_modules ]; then
+        run_one "$name" echo "1..0 # SKIP tests/e2e/node_modules is missing: run scripts/install-deps.sh"
+    else
+        run_one "$name" node "$t"
+    fi
+done
 run_guest
 [ "${#failed_names[@]}" -gt 0 ] && echo "failed: ${failed_names[*]} (logs in $log_dir)"
 [ "$skipped" -gt 0 ] && echo "$skipped skipped"

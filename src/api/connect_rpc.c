@@ -59,6 +59,7 @@ enum connect_code connect_code_from_errno(int errnum)
     case EDQUOT:
     case EMFILE:
     case E2BIG:
+    case EAGAIN: /* a bounded queue is full */
         return CONNECT_RESOURCE_EXHAUSTED;
     case ETIMEDOUT:
         return CONNECT_DEADLINE_EXCEEDED;
@@ -123,14 +124,12 @@ void connect_reader_init(struct connect_reader *r, size_t max)
     r->max = max ? max : CONNECT_MAX_REQUEST;
 }
 
-int connect_reader_feed(struct connect_reader *r, const uint8_t *data, size_t len, err_t *err)
+int connect_reader_take(struct connect_reader *r, const uint8_t *data, size_t len, size_t *used,
+                        err_t *err)
 {
-    while (len > 0) {
-        if (r->complete) {
-            err_set(err, 0, "more than one message in a request stream");
-            err->errnum = EPROTO;
-            return -1;
-        }
+    const uint8_t *start = data;
+    *used = 0;
+    while (len > 0 && !r->complete) {
         if (r->header_have < CONNECT_ENVELOPE_HEADER) {
             size_t take = CONNECT_ENVELOPE_HEADER - r->header_have;
             take = take < len ? take : len;
@@ -139,7 +138,7 @@ int connect_reader_feed(struct connect_reader *r, const uint8_t *data, size_t le
             data += take;
             len -= take;
             if (r->header_have < CONNECT_ENVELOPE_HEADER)
-                return 0;
+                break;
             if (r->header[0] != 0) {
                 err_set(err, 0,
                         "envelope flags 0x%02x: compressed and end-of-stream request "
@@ -170,7 +169,30 @@ int connect_reader_feed(struct connect_reader *r, const uint8_t *data, size_t le
             r->complete = true;
         }
     }
+    *used = (size_t)(data - start);
     return 0;
+}
+
+int connect_reader_feed(struct connect_reader *r, const uint8_t *data, size_t len, err_t *err)
+{
+    size_t used;
+    if (len > 0 && r->complete)
+        used = 0;
+    else if (connect_reader_take(r, data, len, &used, err) < 0)
+        return -1;
+    if (used < len) {
+        err_set(err, 0, "more than one message in a request stream");
+        err->errnum = EPROTO;
+        return -1;
+    }
+    return 0;
+}
+
+void connect_reader_next(struct connect_reader *r)
+{
+    size_t max = r->max;
+    connect_reader_free(r);
+    r->max = max;
 }
 
 void connect_reader_free(struct connect_reader *r)

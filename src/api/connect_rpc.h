@@ -69,4 +69,10 @@ void connect_reader_init(struct connect_reader *r, size_t max);
  * with err (EINVAL for a compressed or end-stream flag, E2BIG for a length over max, EPROTO for
  * bytes past the one envelope). */
 int connect_reader_feed(struct connect_reader *r, const uint8_t *data, size_t len, err_t *err);
+/* For a client stream (many envelopes): takes data up to the end of one message at most, *used
+ * bytes of it; r->complete then holds that message, and connect_reader_next makes ready for the
+ * next. -1 with err as connect_reader_feed. */
+int connect_reader_take(struct connect_reader *r, const uint8_t *data, size_t len, size_t *used,
+                        err_t *err);
+void connect_reader_next(struct connect_reader *r);
 void connect_reader_free(struct connect_reader *r);

@@ -235,6 +235,43 @@ int envd_selector_parse(const char *json, struct envd_selector *out, err_t *err)
     return rc;
 }
 
+/* ProcessInput: {stdin: base64} or {pty: base64}, decoded into *data (malloc'd). */
+static int input_from(const json_t *input, bool *to_pty, uint8_t **data, size_t *len, err_t *err)
+{
+    *data = NULL;
+    *len = 0;
+    const json_t *b64 = json_object_get(input, "stdin");
+    *to_pty = false;
+    if (!b64) {
+        b64 = json_object_get(input, "pty");
+        *to_pty = true;
+    }
+    if (!json_is_object(input) || !b64)
+        return fail(err, EINVAL, "input", "must be {stdin} or {pty}");
+    const char *s = text(b64, "input", (size_t)ENVD_MAX_INPUT * 4 / 3 + 4, err);
+    if (!s)
+        return -1;
+    size_t n = strlen(s), max = n / 4 * 3 + 3;
+    *data = malloc(max + 1);
+    /* standard base64, with or without its padding */
+    if (!*data ||
+        (sodium_base642bin(*data, max, s, n, NULL, len, NULL, sodium_base64_VARIANT_ORIGINAL) < 0 &&
+         sodium_base642bin(*data, max, s, n, NULL, len, NULL,
+                           sodium_base64_VARIANT_ORIGINAL_NO_PADDING) < 0)) {
+        free(*data);
+        *data = NULL;
+        *len = 0;
+        return fail(err, EINVAL, "input", "is not base64");
+    }
+    if (*len > ENVD_MAX_INPUT) {
+        free(*data);
+        *data = NULL;
+        *len = 0;
+        return fail(err, E2BIG, "input", "is larger than 1 MiB");
+    }
+    return 0;
+}
+
 int envd_input_parse(const char *json, struct envd_selector *sel, bool *to_pty, uint8_t **data,
                      size_t *len, err_t *err)
 {
@@ -244,39 +281,37 @@ int envd_input_parse(const char *json, struct envd_selector *sel, bool *to_pty, 
     if (!root)
         return -1;
     int rc = selector_from(root, sel, err);
-    const json_t *input = json_object_get(root, "input");
-    const json_t *b64 = NULL;
-    if (rc == 0) {
-        b64 = json_object_get(input, "stdin");
-        *to_pty = false;
-        if (!b64) {
-            b64 = json_object_get(input, "pty");
-            *to_pty = true;
-        }
-        if (!json_is_object(input) || !b64)
-            rc = fail(err, EINVAL, "input", "must be {stdin} or {pty}");
-    }
-    const char *s = rc == 0 ? text(b64, "input", (size_t)ENVD_MAX_INPUT * 4 / 3 + 4, err) : NULL;
-    if (rc == 0 && !s)
-        rc = -1;
-    if (rc == 0) {
-        size_t n = strlen(s), max = n / 4 * 3 + 3;
-        *data = malloc(max + 1);
-        /* standard base64, with or without its padding */
-        if (!*data || (sodium_base642bin(*data, max, s, n, NULL, len, NULL,
-                                         sodium_base64_VARIANT_ORIGINAL) < 0 &&
-                       sodium_base642bin(*data, max, s, n, NULL, len, NULL,
-                                         sodium_base64_VARIANT_ORIGINAL_NO_PADDING) < 0)) {
-            free(*data);
-            *data = NULL;
-            *len = 0;
-            rc = fail(err, EINVAL, "input", "is not base64");
-        } else if (*len > ENVD_MAX_INPUT) {
-            free(*data);
-            *data = NULL;
-            *len = 0;
-            rc = fail(err, E2BIG, "input", "is larger than 1 MiB");
-        }
+    if (rc == 0)
+        rc = input_from(json_object_get(root, "input"), to_pty, data, len, err);
+    json_decref(root);
+    return rc;
+}
+
+int envd_stream_input_parse(const char *json, enum envd_stream_input *kind,
+                            struct envd_selector *sel, bool *to_pty, uint8_t **data, size_t *len,
+                            err_t *err)
+{
+    *data = NULL;
+    *len = 0;
+    json_t *root = load(json, err);
+    if (!root)
+        return -1;
+    const json_t *start = json_object_get(root, "start"), *d = json_object_get(root, "data"),
+                 *keepalive = json_object_get(root, "keepalive");
+    int rc;
+    if ((start != NULL) + (d != NULL) + (keepalive != NULL) != 1) {
+        rc = fail(err, EINVAL, "event", "must be one of start, data and keepalive");
+    } else if (start) {
+        *kind = ENVD_STREAM_INPUT_START;
+        rc = json_is_object(start) ? selector_from(start, sel, err)
+                                   : fail(err, EINVAL, "start", "must be {process}");
+    } else if (d) {
+        *kind = ENVD_STREAM_INPUT_DATA;
+        rc = json_is_object(d) ? input_from(json_object_get(d, "input"), to_pty, data, len, err)
+                               : fail(err, EINVAL, "data", "must be {input}");
+    } else {
+        *kind = ENVD_STREAM_INPUT_KEEPALIVE;
+        rc = 0;
     }
     json_decref(root);
     return rc;

@@ -42,6 +42,16 @@ int envd_selector_parse(const char *json, struct envd_selector *out, err_t *err)
 /* SendInput: {process, input:{stdin|pty: base64}}; *data malloc'd (*len bytes). */
 int envd_input_parse(const char *json, struct envd_selector *sel, bool *to_pty, uint8_t **data,
                      size_t *len, err_t *err);
+/* One message of StreamInput's request stream: {start:{process}}, {data:{input:{stdin|pty}}} or
+ * {keepalive:{}}; sel is set for a start, *data (malloc'd) for data. */
+enum envd_stream_input {
+    ENVD_STREAM_INPUT_START,
+    ENVD_STREAM_INPUT_DATA,
+    ENVD_STREAM_INPUT_KEEPALIVE
+};
+int envd_stream_input_parse(const char *json, enum envd_stream_input *kind,
+                            struct envd_selector *sel, bool *to_pty, uint8_t **data, size_t *len,
+                            err_t *err);
 /* SendSignal: {process, signal: "SIGNAL_SIGKILL" | "SIGNAL_SIGTERM" | 9 | 15}. */
 int envd_signal_parse(const char *json, struct envd_selector *sel, int *signo, err_t *err);
 /* Update: {process, pty:{size:{cols, rows}}}. */

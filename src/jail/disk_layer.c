@@ -5,6 +5,8 @@
 #include <limits.h>
 #include <linux/loop.h>
 #include <linux/mount.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,9 +68,19 @@ bool disk_layer_exists(const char *dir)
            lstat(path, &st) == 0;
 }
 
-/* Runs mke2fs on path with the extended options ext. Returns 0, or -1 with err holding the first
- * line mke2fs printed. */
-static int run_mke2fs(const char *path, const char *ext, err_t *err)
+/* The extended options of each try: mke2fs before 1.47 lacks assume_storage_prezeroed (the file
+ * is fresh and sparse, so all zero: nothing to zero now, and no lazy zeroing by the kernel at the
+ * first mounts). */
+static const char *const mke2fs_options[] = {
+    "nodiscard,root_owner=0:0,assume_storage_prezeroed=1",
+    "nodiscard,root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1",
+};
+#define MKE2FS_TRIES (sizeof mke2fs_options / sizeof mke2fs_options[0])
+#define ERR_FILE     DISK_LAYER_IMAGE ".mke2fs"
+
+/* Starts mke2fs on the job's temporary image with the options of its try; its stderr goes to a
+ * file in the layer's directory (read at the end, so nothing has to drain a pipe meanwhile). */
+static int spawn_mke2fs(struct disk_layer_job *job, err_t *err)
 {
     static const char *const tools[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs"};
     const char *tool = NULL;
@@ -77,58 +89,64 @@ static int run_mke2fs(const char *path, const char *ext, err_t *err)
             tool = tools[i];
     if (!tool)
         return err_set(err, ENOENT, "mke2fs (Debian package e2fsprogs) is not installed");
+    char tmp[PATH_MAX], errpath[PATH_MAX];
+    if (image_path(job->dir, TMP_IMAGE, tmp, sizeof tmp, err) < 0 ||
+        image_path(job->dir, ERR_FILE, errpath, sizeof errpath, err) < 0)
+        return -1;
     /* -m 0: ext4 reserves its 5% for the filesystem's own uid 0, which the sandbox's root is
      * not as far as the host's kernel checks it (its fs uid is a host uid of its range), so a
      * reserve would only shrink the layer. -b 4096: also for small images, where mke2fs would
      * pick 1 KiB blocks. */
-    char *const argv[] = {(char *)tool, "-q",   "-F",        "-t",         "ext4",
-                          "-b",         "4096", "-m",        "0",          "-L",
-                          "hutch-disk", "-E",   (char *)ext, (char *)path, NULL};
+    char *const argv[] = {(char *)tool,
+                          "-q",
+                          "-F",
+                          "-t",
+                          "ext4",
+                          "-b",
+                          "4096",
+                          "-m",
+                          "0",
+                          "-L",
+                          "hutch-disk",
+                          "-E",
+                          (char *)mke2fs_options[job->try],
+                          tmp,
+                          NULL};
     char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
-        return err_set(err, errno, "pipe for mke2fs");
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+    posix_spawn_file_actions_addopen(&fa, 2, errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     pid_t pid;
     int rc = posix_spawn(&pid, tool, &fa, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
-    close(pipefd[1]);
-    if (rc != 0) {
-        close(pipefd[0]);
+    if (rc != 0)
         return err_set(err, rc, "run %s", tool);
+    job->pid = pid;
+    job->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (job->pidfd < 0) {
+        int e = errno;
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        job->pid = 0;
+        return err_set(err, e, "pidfd of mke2fs");
     }
-    /* The first line is kept; the rest is read and dropped, so mke2fs never blocks on us. */
-    char msg[512], drop[512];
-    size_t len = 0;
-    for (;;) {
-        bool full = len == sizeof msg - 1;
-        ssize_t n =
-            read(pipefd[0], full ? drop : msg + len, full ? sizeof drop : sizeof msg - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (!full)
-            len += (size_t)n;
-    }
-    close(pipefd[0]);
-    msg[len] = '\0';
-    msg[strcspn(msg, "\n")] = '\0';
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno == EINTR)
-            continue;
-        /* A caller that reaps every child itself took it: the image's check below decides. */
-        status = 0;
-        break;
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return err_set(err, 0, "mke2fs %s failed%s%s", path, msg[0] ? ": " : "", msg);
     return 0;
+}
+
+/* The first line mke2fs wrote to its stderr file. */
+static void mke2fs_message(const struct disk_layer_job *job, char *msg, size_t size)
+{
+    char path[PATH_MAX];
+    err_t ignored;
+    msg[0] = '\0';
+    if (image_path(job->dir, ERR_FILE, path, sizeof path, &ignored) < 0)
+        return;
+    cleanup_fd int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? pread(fd, msg, size - 1, 0) : -1;
+    msg[n > 0 ? n : 0] = '\0';
+    msg[strcspn(msg, "\n")] = '\0';
 }
 
 /* The fields of an ext4 superblock that hutch reads (little-endian, at byte 1024). */
@@ -163,26 +181,46 @@ static int read_superblock(int fd, struct superblock *sb)
     return 0;
 }
 
-/* Formats path; mke2fs before 1.47 lacks assume_storage_prezeroed (the file is fresh and sparse,
- * so all zero: nothing to zero now, and no lazy zeroing by the kernel at the first mounts). */
-static int format_image(const char *path, err_t *err)
+static void job_clear(struct disk_layer_job *job)
 {
-    if (run_mke2fs(path, "nodiscard,root_owner=0:0,assume_storage_prezeroed=1", err) == 0)
-        return 0;
-    err_t first = *err;
-    if (run_mke2fs(path, "nodiscard,root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1", err) ==
-        0)
-        return 0;
-    *err = first;
+    char path[PATH_MAX];
+    err_t ignored;
+    if (image_path(job->dir, ERR_FILE, path, sizeof path, &ignored) == 0)
+        unlink(path);
+    if (job->pidfd >= 0)
+        close(job->pidfd);
+    if (job->fd >= 0)
+        close(job->fd);
+    if (job->dirfd >= 0)
+        close(job->dirfd); /* drops the directory's lock */
+    job->pidfd = job->fd = job->dirfd = -1;
+    job->pid = 0;
+}
+
+/* A job that failed: mke2fs killed and reaped if it runs, the temporary image removed. */
+static int job_fail(struct disk_layer_job *job)
+{
+    if (job->pid > 0) {
+        kill(job->pid, SIGKILL);
+        siginfo_t info;
+        waitid(P_PIDFD, (id_t)job->pidfd, &info, WEXITED | __WALL);
+    }
+    if (job->dirfd >= 0)
+        unlinkat(job->dirfd, TMP_IMAGE, 0);
+    job_clear(job);
     return -1;
 }
 
-int disk_layer_create(const char *dir, uint64_t bytes, err_t *err)
+int disk_layer_create_begin(const char *dir, uint64_t bytes, struct disk_layer_job *job, err_t *err)
 {
-    char path[PATH_MAX], tmp[PATH_MAX];
+    memset(job, 0, sizeof *job);
+    job->pidfd = job->fd = job->dirfd = -1;
+    char path[PATH_MAX];
     if (image_path(dir, DISK_LAYER_IMAGE, path, sizeof path, err) < 0 ||
-        image_path(dir, TMP_IMAGE, tmp, sizeof tmp, err) < 0)
+        image_path(dir, ERR_FILE, path, sizeof path, err) < 0)
         return -1;
+    if ((size_t)snprintf(job->dir, sizeof job->dir, "%s", dir) >= sizeof job->dir)
+        return err_set(err, ENAMETOOLONG, "disk layer %s: path too long", dir);
     if (bytes < DISK_LAYER_MIN_BYTES || bytes > DISK_LAYER_MAX_BYTES)
         return err_set(err, EINVAL, "disk layer %s: size %llu, expected %llu to %llu bytes", dir,
                        (unsigned long long)bytes, (unsigned long long)DISK_LAYER_MIN_BYTES,
@@ -190,42 +228,99 @@ int disk_layer_create(const char *dir, uint64_t bytes, err_t *err)
     bytes -= bytes % BLOCK_SIZE;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return err_set(err, errno, "disk layer: mkdir %s", dir);
-    cleanup_fd int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dirfd < 0)
+    job->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (job->dirfd < 0)
         return err_set(err, errno, "disk layer: open %s", dir);
-    /* Concurrent creators of one layer wait for each other; the loser finds the image. */
-    if (flock(dirfd, LOCK_EX) < 0)
-        return err_set(err, errno, "disk layer: lock %s", dir);
-    struct stat st;
-    if (fstatat(dirfd, DISK_LAYER_IMAGE, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return err_set(err, EEXIST, "disk layer %s exists already", path);
-    /* A creation cut short (a crash, kill -9) leaves only the temporary file. */
-    if (unlinkat(dirfd, TMP_IMAGE, 0) < 0 && errno != ENOENT)
-        return err_set(err, errno, "disk layer: remove %s", tmp);
-    cleanup_fd int fd = openat(dirfd, TMP_IMAGE, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return err_set(err, errno, "disk layer: create %s", tmp);
-    if (ftruncate(fd, (off_t)bytes) < 0) {
-        err_set(err, errno, "disk layer: size %s to %llu bytes", tmp, (unsigned long long)bytes);
-        goto fail;
+    /* One creator at a time; another one's job holds the lock until it ends. */
+    if (flock(job->dirfd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno == EWOULDBLOCK ? EBUSY : errno;
+        job_clear(job);
+        return err_set(err, e, "disk layer %s: being made by another process", dir);
     }
-    if (format_image(tmp, err) < 0)
-        goto fail;
+    struct stat st;
+    if (fstatat(job->dirfd, DISK_LAYER_IMAGE, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        job_clear(job);
+        return err_set(err, EEXIST, "disk layer %s/%s exists already", dir, DISK_LAYER_IMAGE);
+    }
+    /* A creation cut short (a crash, kill -9) leaves only the temporary file. */
+    if (unlinkat(job->dirfd, TMP_IMAGE, 0) < 0 && errno != ENOENT) {
+        err_set(err, errno, "disk layer: remove %s/%s", dir, TMP_IMAGE);
+        return job_fail(job);
+    }
+    job->fd = openat(job->dirfd, TMP_IMAGE, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (job->fd < 0) {
+        err_set(err, errno, "disk layer: create %s/%s", dir, TMP_IMAGE);
+        return job_fail(job);
+    }
+    if (ftruncate(job->fd, (off_t)bytes) < 0) {
+        err_set(err, errno, "disk layer: size %s/%s to %llu bytes", dir, TMP_IMAGE,
+                (unsigned long long)bytes);
+        return job_fail(job);
+    }
+    if (spawn_mke2fs(job, err) < 0)
+        return job_fail(job);
+    return 0;
+}
+
+int disk_layer_create_step(struct disk_layer_job *job, err_t *err)
+{
+    siginfo_t info = {0};
+    if (waitid(P_PIDFD, (id_t)job->pidfd, &info, WEXITED | WNOHANG | __WALL) < 0) {
+        err_set(err, errno, "disk layer %s: wait for mke2fs", job->dir);
+        return job_fail(job);
+    }
+    if (info.si_pid == 0)
+        return 1; /* still running */
+    job->pid = 0;
+    close(job->pidfd);
+    job->pidfd = -1;
+    if (info.si_code != CLD_EXITED || info.si_status != 0) {
+        if (job->try == 0) /* the newest options' complaint is the one to report */
+            mke2fs_message(job, job->first_msg, sizeof job->first_msg);
+        if (++job->try < MKE2FS_TRIES && spawn_mke2fs(job, err) == 0)
+            return 1; /* again, with the options of an older mke2fs */
+        err_set(err, 0, "mke2fs %s/%s failed%s%s", job->dir, TMP_IMAGE,
+                job->first_msg[0] ? ": " : "", job->first_msg);
+        return job_fail(job);
+    }
     struct superblock sb;
-    if (read_superblock(fd, &sb) < 0) {
-        err_set(err, errno, "disk layer %s: no ext4 superblock after mke2fs", tmp);
-        goto fail;
+    if (read_superblock(job->fd, &sb) < 0) {
+        err_set(err, errno, "disk layer %s/%s: no ext4 superblock after mke2fs", job->dir,
+                TMP_IMAGE);
+        return job_fail(job);
     }
     /* Durable before it appears: a layer that exists is a whole filesystem. */
-    if (fsync(fd) < 0 || renameat(dirfd, TMP_IMAGE, dirfd, DISK_LAYER_IMAGE) < 0 ||
-        fsync(dirfd) < 0) {
-        err_set(err, errno, "disk layer: write %s", path);
-        goto fail;
+    if (fsync(job->fd) < 0 || renameat(job->dirfd, TMP_IMAGE, job->dirfd, DISK_LAYER_IMAGE) < 0 ||
+        fsync(job->dirfd) < 0) {
+        err_set(err, errno, "disk layer: write %s/%s", job->dir, DISK_LAYER_IMAGE);
+        return job_fail(job);
     }
+    job_clear(job);
     return 0;
-fail:
-    unlinkat(dirfd, TMP_IMAGE, 0);
-    return -1;
+}
+
+void disk_layer_create_abort(struct disk_layer_job *job)
+{
+    if (job->dirfd >= 0 || job->pidfd >= 0)
+        job_fail(job);
+}
+
+int disk_layer_create(const char *dir, uint64_t bytes, err_t *err)
+{
+    struct disk_layer_job job;
+    if (disk_layer_create_begin(dir, bytes, &job, err) < 0)
+        return -1;
+    for (;;) {
+        struct pollfd p = {.fd = job.pidfd, .events = POLLIN};
+        if (poll(&p, 1, -1) < 0 && errno != EINTR) {
+            err_set(err, errno, "disk layer %s: wait for mke2fs", dir);
+            disk_layer_create_abort(&job);
+            return -1;
+        }
+        int rc = disk_layer_create_step(&job, err);
+        if (rc <= 0)
+            return rc;
+    }
 }
 
 /* Binds a free loop device to image_fd, cleared by the kernel once its last user closes it

@@ -18,18 +18,41 @@
  * it). Every error names the path. */
 #pragma once
 #include "util/err.h"
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define DISK_LAYER_IMAGE     "disk.img"
 #define DISK_LAYER_MIN_BYTES (16ull << 20) /* a journal and some room */
-#define DISK_LAYER_MAX_BYTES (16ull << 40) /* ext4 with 4 KiB blocks goes far beyond; hutch's cap  \
-                                            */
+#define DISK_LAYER_MAX_BYTES                                                                       \
+    (16ull << 40) /* ext4 with 4 KiB blocks goes far beyond; hutch's cap                           \
+                   */
 
 /* Makes DIR (mode 0700, its parent must exist) if it is missing and DIR/disk.img in it: a sparse
  * file of bytes (rounded down to 4 KiB) formatted ext4 by mke2fs, appearing at its name only once
- * complete. EEXIST if the image exists already. Blocks for mke2fs: 15-30 ms here. */
+ * complete. EEXIST if the image exists already, EBUSY while another process makes it. Blocks for
+ * mke2fs (15-30 ms here): disk_layer_create_begin and _step, below, are the same without
+ * blocking. */
 int disk_layer_create(const char *dir, uint64_t bytes, err_t *err);
+
+/* The creation as steps for an event loop: begin starts mke2fs and returns with job->pidfd,
+ * which becomes readable when mke2fs exits; then step: 1 while it is still to be waited for
+ * (poll job->pidfd again: it may be a new one), 0 once the layer exists, -1 with err (nothing
+ * left behind). A job not finished is ended by abort (mke2fs killed, the temporary file gone).
+ * mke2fs is a child of the caller, reaped here through its pidfd (a caller that reaps every
+ * child itself must leave it alone). */
+struct disk_layer_job {
+    char dir[PATH_MAX];
+    int dirfd, fd, pidfd;
+    pid_t pid;
+    unsigned try;
+    char first_msg[256];
+};
+int disk_layer_create_begin(const char *dir, uint64_t bytes, struct disk_layer_job *job,
+                            err_t *err);
+int disk_layer_create_step(struct disk_layer_job *job, err_t *err);
+void disk_layer_create_abort(struct disk_layer_job *job);
 /* Whether DIR/disk.img exists. */
 bool disk_layer_exists(const char *dir);
 /* Mounts the layer for one sandbox: returns a detached mount of its filesystem (nosuid, nodev,

@@ -49,7 +49,7 @@ static char **copy_list(const char *const *list)
     return out;
 }
 
-static void free_list(char **list)
+void scmd_free_list(char **list)
 {
     for (size_t i = 0; list && list[i]; i++)
         free(list[i]);
@@ -65,7 +65,11 @@ static void set_error(struct scmd *c, const char *why)
 
 static void handle_closed(uv_handle_t *h)
 {
-    struct scmd *c = h->data;
+    scmd_handle_closed(h->data);
+}
+
+void scmd_handle_closed(struct scmd *c)
+{
     if (--c->open_handles > 0)
         return;
     while (c->replay) {
@@ -73,8 +77,8 @@ static void handle_closed(uv_handle_t *h)
         free(c->replay);
         c->replay = next;
     }
-    free_list(c->argv);
-    free_list(c->envp);
+    scmd_free_list(c->argv);
+    scmd_free_list(c->envp);
     free(c->cwd);
     free(c->tag);
     free(c);
@@ -103,6 +107,8 @@ static void scmd_free(struct scmd *c)
         }
     for (unsigned i = 0; i < 3; i++)
         stop_output(c, i);
+    scmd_input_release(c);
+    scmd_record_close(c); /* kept: a daemon after this one adopts the command by it */
     if (c->stdin_fd >= 0)
         close(c->stdin_fd);
     c->stdin_fd = -1;
@@ -180,6 +186,7 @@ static void maybe_end(struct scmd *c)
         return;
     c->ended = true;
     uv_timer_stop(&c->finish_timer); /* its lifetime */
+    scmd_record_remove(c);
     /* init's record of it, and its copies of the ends, go */
     err_t err;
     if (!c->error[0] && !c->sb->killing &&
@@ -194,7 +201,7 @@ static void maybe_end(struct scmd *c)
 
 /* ---------- output ---------- */
 
-static void keep_for_replay(struct scmd *c, unsigned stream, const uint8_t *data, size_t len)
+void scmd_keep_for_replay(struct scmd *c, unsigned stream, const uint8_t *data, size_t len)
 {
     struct scmd_chunk *k = malloc(sizeof *k + len);
     if (!k)
@@ -231,7 +238,8 @@ static void on_output(uv_poll_t *p, int status, int events)
             maybe_end(c);
             return;
         }
-        keep_for_replay(c, i, buf, (size_t)r);
+        scmd_keep_for_replay(c, i, buf, (size_t)r);
+        scmd_record_output(c, i, buf, (size_t)r);
         for (struct scmd_attach *a = c->attached; a; a = a->next)
             if (a->l && a->l->on_output)
                 a->l->on_output(c, stream_names[i], buf, (size_t)r, a->user);
@@ -326,8 +334,10 @@ static void on_spawn_reply(struct sbx *sb, struct jail_agent_msg *m, const char 
     char detail[128];
     snprintf(detail, sizeof detail, "{\"pid\":%u,\"root\":%s}", c->pid,
              c->as_root ? "true" : "false");
-    if (!c->adopted)
+    if (!c->adopted) {
         store_event_add(sb->d->store, sb->id, "command_started", detail, &err);
+        scmd_record_start(c);
+    }
     for (struct scmd_attach *a = c->attached; a; a = a->next)
         if (a->l && a->l->on_started)
             a->l->on_started(c, a->user);
@@ -362,6 +372,26 @@ void scmd_set_lifetime(struct scmd *c, uint64_t lifetime_ms)
                    0);
 }
 
+void scmd_pause_all(struct sbx *sb)
+{
+    for (struct scmd *c = sb->cmds; c; c = c->next)
+        if (c->started && !c->exited && !c->ended && c->lifetime_ms)
+            uv_timer_stop(&c->finish_timer);
+}
+
+void scmd_resume_all(struct sbx *sb, uint64_t paused_ns)
+{
+    for (struct scmd *c = sb->cmds; c; c = c->next) {
+        if (!c->started || c->exited || c->ended)
+            continue;
+        c->start_ns += paused_ns; /* as if it had started later */
+        c->start_wall_ms += (int64_t)(paused_ns / 1000000u);
+        scmd_record_update(c);
+        if (c->lifetime_ms)
+            scmd_set_lifetime(c, c->lifetime_ms);
+    }
+}
+
 struct scmd *scmd_start(struct sbx *sb, const struct jail_command_spec *spec,
                         const struct scmd_listener *l, void *user, err_t *err)
 {
@@ -371,7 +401,8 @@ struct scmd *scmd_start(struct sbx *sb, const struct jail_command_spec *spec,
         return NULL;
     }
     c->sb = sb;
-    c->out_fd[0] = c->out_fd[1] = c->out_fd[2] = c->stdin_fd = -1;
+    c->out_fd[0] = c->out_fd[1] = c->out_fd[2] = c->stdin_fd = c->record_fd = -1;
+    scmd_input_init(c);
     c->as_root = spec->as_root;
     c->argv = copy_list(spec->argv);
     c->envp = copy_list(spec->envp);
@@ -379,8 +410,8 @@ struct scmd *scmd_start(struct sbx *sb, const struct jail_command_spec *spec,
     c->tag = spec->tag ? strdup(spec->tag) : NULL;
     c->start_ns = jail_now_ns();
     if (!c->argv || !c->envp || (spec->cwd && !c->cwd) || (spec->tag && !c->tag)) {
-        free_list(c->argv);
-        free_list(c->envp);
+        scmd_free_list(c->argv);
+        scmd_free_list(c->envp);
         free(c->cwd);
         free(c->tag);
         free(c);
@@ -455,35 +486,6 @@ int scmd_signal(struct scmd *c, int signo, err_t *err)
                               (uint32_t)signo, true, err);
 }
 
-int scmd_input(struct scmd *c, bool to_pty, const uint8_t *data, size_t len, err_t *err)
-{
-    int fd = to_pty ? c->out_fd[2] : c->stdin_fd;
-    if (fd < 0)
-        return err_set(err, EPIPE, "process %u has no %s open", c->pid, to_pty ? "pty" : "stdin");
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, data + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return err_set(err, errno == EAGAIN ? EAGAIN : errno,
-                           "process %u: input (%zu of %zu bytes written)", c->pid, done, len);
-        done += (size_t)w;
-    }
-    return 0;
-}
-
-/* init keeps an end of every pipe it made (so that a restarted daemon can ATTACH again): its
- * copy of stdin's write end is closed by asking. */
-int scmd_close_stdin(struct scmd *c, err_t *err)
-{
-    if (c->stdin_fd >= 0)
-        close(c->stdin_fd);
-    c->stdin_fd = -1;
-    return jail_agent_request(&c->sb->jail, PROTO_STDIN_CLOSE, agent_next_id(c->sb), c->cmd_id, 0,
-                              false, err);
-}
-
 int scmd_resize(struct scmd *c, unsigned short rows, unsigned short cols, err_t *err)
 {
     if (c->out_fd[2] < 0)
@@ -525,6 +527,7 @@ static void forget_ended(struct sbx *sb, const struct proto_command *e)
              "{\"pid\":%u,\"exitCode\":%d,\"signal\":%u,\"whileDaemonDown\":true}", e->pid,
              (int)e->exit_code, e->signal);
     store_event_add(sb->d->store, sb->id, "command_ended", detail, &err);
+    scmd_record_forget(sb, e->cmd_id);
     jail_agent_request(&sb->jail, PROTO_FORGET, agent_next_id(sb), e->cmd_id, 0, false, &err);
 }
 
@@ -537,13 +540,16 @@ static void adopt(struct sbx *sb, const struct proto_command *e)
     if (!c)
         return;
     c->sb = sb;
-    c->out_fd[0] = c->out_fd[1] = c->out_fd[2] = c->stdin_fd = -1;
+    c->out_fd[0] = c->out_fd[1] = c->out_fd[2] = c->stdin_fd = c->record_fd = -1;
+    scmd_input_init(c);
     c->adopted = true;
     c->argv = copy_list(unknown_argv); /* what it runs is init's to know, not told by LIST */
     c->envp = copy_list(no_env);
     c->tag = e->tag && e->tag[0] ? strdup(e->tag) : NULL;
     snprintf(c->group, sizeof c->group, "%s", e->cgroup);
     c->start_ns = jail_now_ns();
+    c->start_wall_ms = sbx_wall_ms();
+    c->start_wall_ms = sbx_wall_ms();
     uv_timer_init(sb->d->loop, &c->finish_timer);
     c->finish_timer.data = c;
     c->open_handles = 1;
@@ -553,6 +559,8 @@ static void adopt(struct sbx *sb, const struct proto_command *e)
         scmd_free(c);
         return;
     }
+    c->cmd_id = e->cmd_id;
+    scmd_record_load(c); /* argv, env, cwd, lifetime and output as the daemon before had them */
     c->request_id = agent_next_id(sb);
     if (agent_expect(sb, c->request_id, on_spawn_reply, c, &err) < 0 ||
         jail_agent_request(&sb->jail, PROTO_ATTACH, c->request_id, e->cmd_id, 0, false, &err) < 0) {

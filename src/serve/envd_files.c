@@ -623,26 +623,40 @@ static const struct multipart_callbacks mp_callbacks = {mp_begin, mp_data, mp_en
 
 /* ---------- bodies ---------- */
 
+/* The body is not read on: the answer goes now (the http layer closes the connection after it),
+ * with what failed. Files still opening are cancelled when the exchange ends (fcall_free). */
+static int stop_body(struct fcall *f, int errnum, const char *message)
+{
+    upload_fail(f, errnum, message);
+    if (f->x && !f->responded) {
+        f->responded = true;
+        http_respond_error(f->x, f->error_status, "%s", f->error);
+    }
+    return -1;
+}
+
 static int on_data(struct http_exchange *x, const char *data, size_t len, void *user)
 {
     struct fcall *f = user;
     err_t err;
     if (sbx_find(f->d, f->sandbox_id) != f->sb || f->sb->killing)
-        return -1; /* the sandbox went meanwhile */
+        return stop_body(f, ENOENT, "the sandbox is gone or not running");
     if (f->mp) {
-        if (multipart_reader_feed(f->mp, data, len, &err) < 0) {
-            upload_fail(f, EINVAL, err.msg);
-            return -1;
-        }
+        if (multipart_reader_feed(f->mp, data, len, &err) < 0)
+            return stop_body(f, err.errnum ? err.errnum : EINVAL, err.msg);
         return 0;
     }
     if (f->current) /* a raw upload */
-        return upload_data(f->current, data, len);
-    if (f->len + len > CONNECT_MAX_REQUEST)
+        return upload_data(f->current, data, len) < 0 ? stop_body(f, ENOMEM, "out of memory") : 0;
+    if (f->len + len > CONNECT_MAX_REQUEST) {
+        reply_error(f, E2BIG, "the request is larger than envd takes");
         return -1;
+    }
     char *grown = realloc(f->body, f->len + len + 1);
-    if (!grown)
+    if (!grown) {
+        reply_error(f, ENOMEM, "out of memory");
         return -1;
+    }
     memcpy(grown + f->len, data, len);
     f->len += len;
     grown[f->len] = '\0';

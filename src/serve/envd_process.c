@@ -1,6 +1,7 @@
 /* envd's process service over Connect JSON (envd_routes.h): Start and Connect as server streams
- * of a command's events, List, SendInput, SendSignal, CloseStdin and Update as unary calls. The
- * commands themselves are commands.c's; this file maps requests and events. */
+ * of a command's events, StreamInput as a client stream of input, List, SendInput, SendSignal,
+ * CloseStdin and Update as unary calls. The commands themselves are commands.c's; this file maps
+ * requests and events. */
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -30,7 +31,10 @@ struct pcall {
     char sandbox_id[STORE_ID_MAX + 1];
     char method[32];
     bool as_root;
-    bool stream; /* a server stream (Start, Connect): its body is one envelope */
+    bool stream;        /* a server stream (Start, Connect): its body is one envelope */
+    bool client_stream; /* StreamInput: its body is envelopes of input, as they come */
+    bool input_started, body_paused;
+    struct envd_selector input_to; /* StreamInput's process, from its start message */
     struct connect_reader reader;
     char *body;
     size_t len;
@@ -44,6 +48,8 @@ struct pcall {
     uint64_t deadline_ms; /* uv_now of a Connect stream's end; 0: none */
     uint64_t next_keepalive_ms;
 };
+
+static void stream_end(struct pcall *p, const enum connect_code *code, const char *message);
 
 static void pcall_freed(uv_handle_t *h)
 {
@@ -228,10 +234,15 @@ static void on_end(struct scmd *c, void *user)
 
 static const struct scmd_listener stream_listener = {on_started, on_output, on_end};
 
+static struct scmd *input_target(struct pcall *p);
+
 static void on_exchange_end(struct http_exchange *x, void *user)
 {
     struct pcall *p = user;
     p->x = NULL;
+    struct scmd *in = p->client_stream && p->input_started ? input_target(p) : NULL;
+    if (in && in->input_drained_user == p)
+        scmd_input_on_drained(in, NULL, NULL);
     if (p->cmd) { /* the client went; the command runs on (a background command) */
         if (p->held)
             scmd_hold(p->cmd, false);
@@ -474,12 +485,128 @@ static void do_unary(struct pcall *p, const char *json)
         unary_ok(p, "{}");
 }
 
+/* ---------- StreamInput ---------- */
+
+/* The process a StreamInput writes to, found again for each message: it may have ended. */
+static struct scmd *input_target(struct pcall *p)
+{
+    struct sbx *sb = sbx_find(p->d, p->sandbox_id);
+    if (!sb || sb->killing)
+        return NULL;
+    const struct envd_selector *s = &p->input_to;
+    return scmd_find(sb, s->by_tag ? 0 : s->pid, s->by_tag ? s->tag : NULL);
+}
+
+static void input_resume(uv_timer_t *t)
+{
+    struct pcall *p = t->data;
+    if (p->x && p->body_paused) {
+        p->body_paused = false;
+        http_exchange_resume_body(p->x);
+    }
+}
+
+/* The queue is written (or the command is gone): reading the body goes on from the loop. */
+static void input_drained(struct scmd *c, void *user)
+{
+    struct pcall *p = user;
+    if (p->timer_open)
+        uv_timer_start(&p->timer, input_resume, 0, 0);
+}
+
+static int input_fail(struct pcall *p, enum connect_code code, const char *why)
+{
+    stream_end(p, &code, why);
+    return -1;
+}
+
+static int input_message(struct pcall *p, const char *json)
+{
+    err_t err;
+    enum envd_stream_input kind;
+    struct envd_selector sel;
+    bool to_pty;
+    uint8_t *data;
+    size_t len;
+    if (envd_stream_input_parse(json, &kind, &sel, &to_pty, &data, &len, &err) < 0)
+        return input_fail(p, CONNECT_INVALID_ARGUMENT, err.msg);
+    if (kind == ENVD_STREAM_INPUT_KEEPALIVE)
+        return 0;
+    if (kind == ENVD_STREAM_INPUT_START && p->input_started)
+        return input_fail(p, CONNECT_INVALID_ARGUMENT, "a second start event in the stream");
+    if (kind == ENVD_STREAM_INPUT_DATA && !p->input_started) {
+        free(data);
+        return input_fail(p, CONNECT_INVALID_ARGUMENT, "a data event before the start event");
+    }
+    if (kind == ENVD_STREAM_INPUT_START) {
+        p->input_to = sel;
+        p->input_started = true;
+    }
+    struct scmd *c = input_target(p);
+    if (!c) {
+        free(data);
+        char why[160];
+        if (p->input_to.by_tag)
+            snprintf(why, sizeof why, "process with tag %s not found", p->input_to.tag);
+        else
+            snprintf(why, sizeof why, "process with pid %u not found", p->input_to.pid);
+        return input_fail(p, CONNECT_NOT_FOUND, why);
+    }
+    if (kind == ENVD_STREAM_INPUT_START)
+        return 0;
+    int rc = scmd_input(c, to_pty, data, len, &err);
+    free(data);
+    if (rc < 0)
+        return input_fail(p, connect_code_from_errno(err.errnum), err.msg);
+    if (scmd_input_congested(c) && p->x) { /* wait until the command has read some */
+        http_exchange_pause_body(p->x);
+        p->body_paused = true;
+        scmd_input_on_drained(c, input_drained, p);
+    }
+    return 0;
+}
+
+/* Every envelope of the body as it arrives, each one message. */
+static int input_data(struct pcall *p, const uint8_t *data, size_t len)
+{
+    err_t err;
+    while (len > 0) {
+        size_t used;
+        if (connect_reader_take(&p->reader, data, len, &used, &err) < 0)
+            return input_fail(p, CONNECT_INVALID_ARGUMENT, err.msg);
+        data += used;
+        len -= used;
+        if (!p->reader.complete)
+            continue;
+        int rc = input_message(p, p->reader.message);
+        connect_reader_next(&p->reader);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The body's end: StreamInputResponse is {}. */
+static void input_complete(struct pcall *p)
+{
+    if (p->responded)
+        return;
+    if (p->reader.header_have > 0) {
+        input_fail(p, CONNECT_INVALID_ARGUMENT, "the stream ends inside an envelope");
+        return;
+    }
+    stream_event(p, strdup("{}"));
+    stream_end(p, NULL, NULL);
+}
+
 /* ---------- the body ---------- */
 
 static int on_data(struct http_exchange *x, const char *data, size_t len, void *user)
 {
     struct pcall *p = user;
     err_t err;
+    if (p->client_stream)
+        return p->responded ? -1 : input_data(p, (const uint8_t *)data, len);
     if (p->stream) {
         if (connect_reader_feed(&p->reader, (const uint8_t *)data, len, &err) < 0) {
             unary_error(p, CONNECT_INVALID_ARGUMENT, err.msg);
@@ -504,6 +631,10 @@ static int on_data(struct http_exchange *x, const char *data, size_t len, void *
 static void on_complete(struct http_exchange *x, void *user)
 {
     struct pcall *p = user;
+    if (p->client_stream) {
+        input_complete(p);
+        return;
+    }
     p->sb = sbx_find(p->d, p->sandbox_id);
     if (!p->sb || p->sb->killing) {
         unary_error(p, CONNECT_NOT_FOUND, "the sandbox is gone");
@@ -548,9 +679,10 @@ void envd_process_route(struct serve *d, struct sbx *sb, struct http_exchange *x
     snprintf(p->sandbox_id, sizeof p->sandbox_id, "%s", sb->id);
     snprintf(p->method, sizeof p->method, "%s", method);
     p->stream = strcmp(method, "Start") == 0 || strcmp(method, "Connect") == 0;
+    p->client_stream = strcmp(method, "StreamInput") == 0;
     connect_reader_init(&p->reader, CONNECT_MAX_REQUEST);
     http_exchange_set_callbacks(x, &pcall_callbacks, p);
-    if (p->stream && uv_timer_init(d->loop, &p->timer) == 0) {
+    if ((p->stream || p->client_stream) && uv_timer_init(d->loop, &p->timer) == 0) {
         p->timer.data = p;
         p->timer_open = true;
     }
@@ -572,5 +704,8 @@ void envd_process_route(struct serve *d, struct sbx *sb, struct http_exchange *x
         unary_error(p, CONNECT_UNAUTHENTICATED, err.msg);
         return;
     }
-    http_exchange_on_body(x, CONNECT_MAX_REQUEST + CONNECT_ENVELOPE_HEADER, &body_callbacks, p);
+    /* a client stream's body is as long as its input */
+    http_exchange_on_body(
+        x, p->client_stream ? UINT64_MAX : CONNECT_MAX_REQUEST + CONNECT_ENVELOPE_HEADER,
+        &body_callbacks, p);
 }

@@ -60,12 +60,49 @@ static void handle_closed(uv_handle_t *h)
         free(sb);
 }
 
+/* ---------- the disk layer, made while the loop goes on ---------- */
+
+struct layer_wait {
+    uv_poll_t poll; /* the pidfd of the job's mke2fs */
+    struct sbx *sb;
+    unsigned try; /* the job's try it waits for: another one has a pidfd of its own */
+};
+
+static void layer_wait_closed(uv_handle_t *h)
+{
+    struct layer_wait *w = h->data;
+    struct sbx *sb = w->sb;
+    free(w);
+    if (--sb->open_handles == 0)
+        free(sb);
+}
+
+static void layer_poll_close(struct sbx *sb)
+{
+    if (sb->layer_wait)
+        uv_close((uv_handle_t *)&sb->layer_wait->poll, layer_wait_closed);
+    sb->layer_wait = NULL;
+}
+
+/* A creation that ends before its layer is made (killed, the daemon stopping): mke2fs killed,
+ * its temporary image removed. */
+static void layer_wait_end(struct sbx *sb)
+{
+    layer_poll_close(sb);
+    if (sb->layer_job) {
+        disk_layer_create_abort(sb->layer_job);
+        free(sb->layer_job);
+        sb->layer_job = NULL;
+    }
+}
+
 /* The end of a sandbox in this daemon: out of the list, handles closed, memory freed after. */
 static void sbx_release(struct sbx *sb)
 {
     if (sb->gone)
         return;
     sb->gone = true;
+    layer_wait_end(sb);
     unlink_from_list(sb);
     agent_fail_all(sb, "the sandbox is gone");
     scmd_release_all(sb, sb->killing ? "the sandbox was killed" : "the daemon is stopping");
@@ -129,6 +166,7 @@ static void remove_leftovers(struct serve *d, const char *id)
         fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
     if (path_of(d, d->run_dir, id, SBX_SOCKET_SUFFIX, path, sizeof path, &err) == 0)
         unlink(path);
+    scmd_record_remove_all(d, id);
     if (path_of(d, d->sandboxes_dir, id, "", path, sizeof path, &err) == 0 &&
         disk_layer_remove(path, &err) < 0 && err.errnum != ENOENT)
         fprintf(stderr, "hutch serve: %s: %s\n", id, err.msg);
@@ -233,6 +271,7 @@ void sbx_kill(struct sbx *sb, const char *reason, sbx_done_fn done, void *user)
     if (sb->done) /* a step in flight (a create, a freeze) ends here */
         finish_step(sb, -1, reason ? reason : "killed");
     sb->killing = true;
+    layer_wait_end(sb);
     sb->done = done;
     sb->done_user = user;
     strfmt_text_append(sb->end_reason, sizeof sb->end_reason, "%s", reason ? reason : "killed");
@@ -323,12 +362,13 @@ static int make_listener(struct serve *d, const char *id, err_t *err)
     return fd;
 }
 
-static int start(struct sbx *sb, const struct store_sandbox *row, err_t *err)
+/* The start once its disk layer exists: a uid range, init's socket, jail_start_begin; READY is
+ * waited for on the control fd. */
+static int start_jail(struct sbx *sb, err_t *err)
 {
     struct serve *d = sb->d;
     char layer[PATH_MAX];
     if (path_of(d, d->sandboxes_dir, sb->id, "", layer, sizeof layer, err) < 0 ||
-        disk_layer_create(layer, (uint64_t)row->disk_mb << 20, err) < 0 ||
         uid_range_acquire(d->lock_path, &sb->uids, err) < 0)
         return -1;
     int listen_fd = make_listener(d, sb->id, err);
@@ -340,10 +380,10 @@ static int start(struct sbx *sb, const struct store_sandbox *row, err_t *err)
         .template_dir = d->tpl.rootfs,
         .usr_dir = "/usr",
         .stage_dir = d->tpl.stage,
-        .limits = {.memory_bytes = (uint64_t)row->memory_mb << 20,
+        .limits = {.memory_bytes = (uint64_t)sb->memory_mb << 20,
                    .pids = SBX_DEFAULT_PIDS,
-                   .cpu_millis = (uint64_t)row->cpu_count * 1000,
-                   .disk_bytes = (uint64_t)row->disk_mb << 20},
+                   .cpu_millis = (uint64_t)sb->cpu_count * 1000,
+                   .disk_bytes = (uint64_t)sb->disk_mb << 20},
         .net = JAIL_NET_NONE,
         .host_uid_base = sb->uids.host_base,
         .seccomp = SECCOMP_PROFILE_DEFAULT,
@@ -376,6 +416,74 @@ static int start(struct sbx *sb, const struct store_sandbox *row, err_t *err)
     uint64_t left_ms =
         sb->jail.setup_deadline_ns > now ? (sb->jail.setup_deadline_ns - now) / 1000000u + 1 : 0;
     uv_timer_start(&sb->step_timer, on_setup_deadline, left_ms, 0);
+    return 0;
+}
+
+static int layer_poll_open(struct sbx *sb, err_t *err);
+
+static void on_layer_made(uv_poll_t *p, int status, int events)
+{
+    struct layer_wait *w = p->data;
+    struct sbx *sb = w->sb;
+    err_t err;
+    int rc = disk_layer_create_step(sb->layer_job, &err);
+    if (rc == 1 && sb->layer_job->try == w->try)
+        return; /* not yet */
+    layer_poll_close(sb);
+    if (rc == 1 && layer_poll_open(sb, &err) == 0)
+        return; /* mke2fs again, with an older one's options */
+    if (rc == 1)
+        disk_layer_create_abort(sb->layer_job);
+    free(sb->layer_job);
+    sb->layer_job = NULL;
+    if (rc == 0 && start_jail(sb, &err) == 0)
+        return;
+    char why[STORE_REASON_MAX + 1] = "";
+    strfmt_text_append(why, sizeof why, "setup failed: %s", err.msg);
+    sbx_kill(sb, why, NULL, NULL); /* done() hears of it; the row is failed */
+}
+
+static int layer_poll_open(struct sbx *sb, err_t *err)
+{
+    struct layer_wait *w = calloc(1, sizeof *w);
+    if (!w)
+        return err_set(err, ENOMEM, "disk layer wait");
+    w->sb = sb;
+    w->try = sb->layer_job->try;
+    if (uv_poll_init(sb->d->loop, &w->poll, sb->layer_job->pidfd) < 0) {
+        free(w);
+        return err_set(err, EINVAL, "poll on mke2fs's pidfd");
+    }
+    w->poll.data = w;
+    sb->open_handles++;
+    sb->layer_wait = w;
+    uv_poll_start(&w->poll, UV_READABLE, on_layer_made);
+    return 0;
+}
+
+/* A first start makes the disk layer first: mke2fs runs while the loop goes on. */
+static int start(struct sbx *sb, const struct store_sandbox *row, err_t *err)
+{
+    struct serve *d = sb->d;
+    char layer[PATH_MAX];
+    sb->memory_mb = row->memory_mb;
+    sb->cpu_count = row->cpu_count;
+    sb->disk_mb = row->disk_mb;
+    if (path_of(d, d->sandboxes_dir, sb->id, "", layer, sizeof layer, err) < 0)
+        return -1;
+    if (disk_layer_exists(layer))
+        return start_jail(sb, err);
+    if (!(sb->layer_job = malloc(sizeof *sb->layer_job)))
+        return err_set(err, ENOMEM, "disk layer");
+    if (disk_layer_create_begin(layer, (uint64_t)row->disk_mb << 20, sb->layer_job, err) < 0) {
+        free(sb->layer_job);
+        sb->layer_job = NULL;
+        return -1;
+    }
+    if (layer_poll_open(sb, err) < 0) {
+        layer_wait_end(sb);
+        return -1;
+    }
     return 0;
 }
 
@@ -443,6 +551,8 @@ static void freeze_poll(uv_timer_t *t)
         return;
     }
     sb->state = SANDBOX_PAUSED;
+    sb->paused_at_ns = jail_now_ns();
+    scmd_pause_all(sb);
     uv_timer_stop(&sb->deadline_timer);
     finish_step(sb, 0, NULL);
 }
@@ -474,6 +584,9 @@ int sbx_resume(struct sbx *sb, err_t *err)
                                  SANDBOX_RUNNING, NULL, "resumed", NULL, err) < 0)
         return -1;
     sb->state = SANDBOX_RUNNING;
+    if (sb->paused_at_ns)
+        scmd_resume_all(sb, jail_now_ns() - sb->paused_at_ns);
+    sb->paused_at_ns = 0;
     if (sb->adopt_on_resume) {
         sb->adopt_on_resume = false;
         scmd_adopt_all(sb);

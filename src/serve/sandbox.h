@@ -1,8 +1,9 @@
 /* The daemon's live sandboxes: each one's engine handle (struct jail), its state as the store
  * keeps it, its deadline, and the steps of its lifecycle, each driven by the loop.
  *
- *   sbx_create()   a uid range, a disk layer, init's socket, jail_start_begin; done() is called
- *                  once init said READY (or setup failed: everything is undone, the row failed)
+ *   sbx_create()   a disk layer (mke2fs, waited for by its pidfd), a uid range, init's socket,
+ *                  jail_start_begin; done() is called once init said READY (or setup failed:
+ *                  everything is undone, the row failed)
  *   sbx_kill()     jail_kill, then (pidfd readable) reap, remove the cgroup (retrying while it is
  *                  busy), drop the record, the socket and the disk layer; the row killed
  *   sbx_pause()    freeze, done() once every task is frozen; sbx_resume() thaws
@@ -24,6 +25,8 @@
 struct agent_pending;
 struct agent_sub;
 struct scmd;
+struct disk_layer_job;
+struct layer_wait;
 
 typedef void (*sbx_done_fn)(struct sbx *sb, int rc, const char *message, void *user);
 
@@ -34,10 +37,16 @@ struct sbx {
     bool auto_pause;
     bool auto_resume; /* its next envd request resumes it when paused */
     int64_t deadline_ms;
+    uint64_t paused_at_ns; /* jail_now_ns when it froze; 0 when not known (reopened paused) */
     char envd_token[STORE_TOKEN_MAX + 1];
     struct jail jail;
     bool have_jail;
     struct uid_range uids;
+    /* while creating: its disk layer being made (mke2fs waited for through its pidfd), and the
+     * limits the start after it needs */
+    struct disk_layer_job *layer_job;
+    struct layer_wait *layer_wait;
+    uint32_t memory_mb, cpu_count, disk_mb;
     uv_poll_t ctl_poll;   /* control_fd: READY while creating, then init's messages */
     uv_poll_t pidfd_poll; /* init's pidfd, while killing */
     uv_timer_t deadline_timer;
@@ -45,7 +54,7 @@ struct sbx {
     unsigned open_handles;
     bool ctl_polling, pidfd_polling, killing, gone;
     bool adopt_on_resume; /* reopened paused: its commands are attached once it runs */
-    unsigned step_count;                   /* removal retries, freeze polls */
+    unsigned step_count;  /* removal retries, freeze polls */
     char end_reason[STORE_REASON_MAX + 1]; /* why it is being killed */
     /* the one lifecycle step in progress and who waits for it */
     sbx_done_fn done;

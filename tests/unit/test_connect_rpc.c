@@ -92,5 +92,49 @@ int main(void)
            r.complete && r.message[0] == '\0',
        "an empty message completes with its header");
     connect_reader_free(&r);
+
+    /* a client stream: three envelopes (one empty) in one body, cut into pieces of every size */
+    const char stream[] = "\x00\x00\x00\x00\x02{}"
+                          "\x00\x00\x00\x00\x00"
+                          "\x00\x00\x00\x00\x0b{\"data\":12}";
+    size_t stream_len = sizeof stream - 1;
+    static const char *const expect[] = {"{}", "", "{\"data\":12}"};
+    int every_piece = 1;
+    for (size_t piece = 1; piece <= stream_len; piece++) {
+        connect_reader_init(&r, 0);
+        size_t got = 0, at = 0;
+        int rc = 0;
+        while (rc == 0 && at < stream_len) {
+            size_t cut = stream_len - at < piece ? stream_len - at : piece, off = 0;
+            while (rc == 0 && off < cut) {
+                size_t used;
+                rc = connect_reader_take(&r, (const uint8_t *)stream + at + off, cut - off, &used,
+                                         &err);
+                off += used;
+                if (rc == 0 && r.complete) {
+                    if (got >= 3 || strcmp(r.message, expect[got]) != 0)
+                        rc = -1;
+                    got++;
+                    connect_reader_next(&r);
+                }
+            }
+            at += cut;
+        }
+        if (rc != 0 || got != 3)
+            every_piece = 0;
+        connect_reader_free(&r);
+    }
+    ok(every_piece, "a client stream's three messages are read in order, in pieces of any size");
+    connect_reader_init(&r, 4);
+    size_t used;
+    ok(connect_reader_take(&r, (const uint8_t *)"\x00\x00\x00\x00\x02{}\x00\x00\x00\x00\x09", 12,
+                           &used, &err) == 0 &&
+           used == 7 && r.complete,
+       "take stops at the end of one message (%zu bytes used)", used);
+    connect_reader_next(&r);
+    ok(connect_reader_take(&r, (const uint8_t *)"\x00\x00\x00\x00\x09", 5, &used, &err) < 0 &&
+           err.errnum == E2BIG,
+       "the next message keeps the reader's limit");
+    connect_reader_free(&r);
     return done_testing();
 }

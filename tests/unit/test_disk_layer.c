@@ -2,8 +2,11 @@
  * those): creation, its size and usage from the superblock, refusals, the in-use lock, removal. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,6 +92,37 @@ int main(void)
     ok(disk_layer_remove(dir, &err) < 0 && err.errnum == ENOENT && strstr(err.msg, img),
        "removing it again: ENOENT, naming the image (%s)", err.msg);
     ok(disk_layer_usage(dir, &u, &err) < 0 && err.errnum == ENOENT, "no usage of a missing layer");
+
+    /* The same in steps, as a daemon's loop takes it. */
+    struct disk_layer_job job, other;
+    ok(disk_layer_create_begin(dir, 64ull << 20, &job, &err) == 0 && job.pidfd >= 0 && job.pid > 0,
+       "begin: mke2fs runs, with a pidfd to poll (%s)", err.msg);
+    ok(disk_layer_create_begin(dir, 64ull << 20, &other, &err) < 0 && err.errnum == EBUSY,
+       "a second creator meanwhile: EBUSY, not a wait (%s)", err.msg);
+    int rc = 1, steps = 0;
+    while (rc == 1 && steps < 1000) {
+        struct pollfd p = {.fd = job.pidfd, .events = POLLIN};
+        poll(&p, 1, 10000);
+        rc = disk_layer_create_step(&job, &err);
+        steps++;
+    }
+    ok(rc == 0 && disk_layer_exists(dir), "step: the layer exists once mke2fs has exited (%s)",
+       err.msg);
+    char errfile[320];
+    snprintf(errfile, sizeof errfile, "%s/" DISK_LAYER_IMAGE ".mke2fs", dir);
+    ok(access(tmp, F_OK) < 0 && access(errfile, F_OK) < 0,
+       "no temporary image nor mke2fs's message file is left");
+    ok(disk_layer_usage(dir, &u, &err) == 0 && u.size_bytes == 64ull << 20,
+       "it is a whole 64 MiB filesystem");
+    ok(disk_layer_remove(dir, &err) == 0, "and is removed");
+    ok(disk_layer_create_begin(dir, 64ull << 20, &job, &err) == 0, "begin again");
+    pid_t pid = job.pid;
+    disk_layer_create_abort(&job);
+    ok(kill(pid, 0) < 0 && errno == ESRCH, "abort: mke2fs killed and reaped");
+    ok(!disk_layer_exists(dir) && access(tmp, F_OK) < 0 && access(errfile, F_OK) < 0,
+       "and nothing of the layer is left");
+    ok(disk_layer_create(dir, 64ull << 20, &err) == 0, "the lock was dropped: it can be made");
+    disk_layer_remove(dir, &err);
     rmdir(base);
     return done_testing();
 }

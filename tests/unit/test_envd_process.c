@@ -82,6 +82,27 @@ int main(void)
                         &data, &len, &err) < 0 &&
            !data && strstr(err.msg, "base64"),
        "input that is not base64: refused");
+    enum envd_stream_input kind;
+    ok(envd_stream_input_parse("{\"start\":{\"process\":{\"tag\":\"t1\"}}}", &kind, &sel, &to_pty,
+                               &data, &len, &err) == 0 &&
+           kind == ENVD_STREAM_INPUT_START && sel.by_tag && strcmp(sel.tag, "t1") == 0 && !data,
+       "StreamInput: a start event selects by tag");
+    ok(envd_stream_input_parse("{\"data\":{\"input\":{\"pty\":\"aGk=\"}}}", &kind, &sel, &to_pty,
+                               &data, &len, &err) == 0 &&
+           kind == ENVD_STREAM_INPUT_DATA && to_pty && len == 2 && memcmp(data, "hi", 2) == 0,
+       "StreamInput: a data event to the pty, decoded");
+    free(data);
+    ok(envd_stream_input_parse("{\"keepalive\":{}}", &kind, &sel, &to_pty, &data, &len, &err) ==
+               0 &&
+           kind == ENVD_STREAM_INPUT_KEEPALIVE && !data,
+       "StreamInput: a keepalive");
+    ok(envd_stream_input_parse("{\"keepalive\":{},\"data\":{\"input\":{\"stdin\":\"\"}}}", &kind,
+                               &sel, &to_pty, &data, &len, &err) < 0 &&
+           !data && err.errnum == EINVAL,
+       "StreamInput: two events in one message are refused");
+    ok(envd_stream_input_parse("{\"start\":5}", &kind, &sel, &to_pty, &data, &len, &err) < 0 &&
+           !data,
+       "StreamInput: a start that is not an object is refused");
     int signo;
     ok(envd_signal_parse("{\"process\":{\"pid\":1},\"signal\":\"SIGNAL_SIGKILL\"}", &sel, &signo,
                          &err) == 0 &&

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# What a restarted daemon knows of the commands that ran on while it was gone (kill -9): the
+# output it had read before (replayed by Connect, in order, the last of a long one as a
+# contiguous tail), what List shows (argv, cwd), a command's lifetime (Connect-Timeout-Ms on
+# Start) still counted from its start (and not while the sandbox was paused), and no record
+# left once commands and sandbox are gone.
+. "$(dirname "$0")/lib.sh"
+
+KEY=test-key-$$-$RANDOM
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+U=http://127.0.0.1:$PORT
+LOG=$(mktemp /tmp/hutch-serve-log.XXXXXX)
+daemon= sbx=
+start_daemon() {
+    HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
+    daemon=$!
+    for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && return 0; sleep 0.1; done
+    return 1
+}
+cleanup() {
+    [ -n "$sbx" ] && curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx"
+    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+    rm -f "$LOG"
+    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
+}
+trap cleanup EXIT
+start_daemon
+r=$(curl -s -H "X-API-KEY: $KEY" -X POST -d '{"templateID":"base","timeout":900}' "$U/v2/sandboxes")
+sbx=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sandboxID"])' "$r" 2>/dev/null)
+tok=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["envdAccessToken"])' "$r" 2>/dev/null)
+[ -n "$sbx" ] && ok "a sandbox is created" || { not_ok "a sandbox is created"; diag "$r"; done_testing; exit; }
+
+CLIENT=$(mktemp /tmp/hutch-restart-client.XXXXXX.py)
+trap 'rm -f "$CLIENT" "$CLIENT.tail"; cleanup' EXIT
+cat >"$CLIENT" <<'EOF'
+import base64, http.client, json, struct, sys
+port, sid, tok, what = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+H = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "X-Access-Token": tok}
+def env(o):
+    b = json.dumps(o).encode()
+    return b"\0" + struct.pack(">I", len(b)) + b
+def stream(method, body, timeout_ms=None, first_only=False):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    h = {**H, "Content-Type": "application/connect+json"}
+    if timeout_ms:
+        h["Connect-Timeout-Ms"] = str(timeout_ms)
+    c.request("POST", "/process.Process/" + method, env(body), h)
+    r = c.getresponse()
+    out, pid = b"", None
+    while True:
+        head = r.read(5)
+        if len(head) < 5:
+            break
+        f = json.loads(r.read(struct.unpack(">I", head[1:5])[0]) or b"{}")
+        if head[0] & 2:
+            break
+        e = f.get("event", {})
+        if "start" in e:
+            pid = e["start"]["pid"]
+            if first_only:
+                return pid, b""  # the client goes: a background command runs on
+        if "data" in e and "stdout" in e["data"]:
+            out += base64.b64decode(e["data"]["stdout"])
+    return pid, out
+if what == "start":  # ARGS: script [lifetime ms]: prints the pid
+    lifetime = int(sys.argv[6]) if len(sys.argv) > 6 else None
+    print(stream("Start", {"process": {"cmd": "/bin/sh", "args": ["-c", sys.argv[5]], "cwd": "/tmp"}, "stdin": False},
+                 timeout_ms=lifetime, first_only=True)[0])
+elif what == "replay":  # ARGS: pid: its output as Connect replays it, for 1.5 s
+    sys.stdout.buffer.write(stream("Connect", {"process": {"pid": int(sys.argv[5])}}, timeout_ms=1500)[1])
+elif what == "list":
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("POST", "/process.Process/List", "{}", {**H, "Content-Type": "application/json"})
+    for p in json.loads(c.getresponse().read()).get("processes", []):
+        cfg = p.get("config", {})
+        print(p["pid"], cfg.get("cmd"), json.dumps(cfg.get("args")), cfg.get("cwd"))
+EOF
+client() { python3 "$CLIENT" "$PORT" "$sbx" "$tok" "$@"; }
+
+# A prints 60 lines and waits; L prints 1.3 MB (past the 1 MiB kept); T has a 6 s lifetime.
+pa=$(client start 'for i in $(seq 1 60); do echo line$i; sleep 0.02; done; sleep 60')
+pl=$(client start 'seq 1 200000; sleep 60')
+t_start=$(date +%s.%N)
+pt=$(client start 'sleep 100' 6000)
+pe=$(client start 'sleep 0.5')
+sleep 3
+records=$(ls "$HUTCH_RUN_DIR/$sbx.cmds" 2>/dev/null | grep -c '\.json$')
+is "$records" 3 "each running command has its record in RUN/ID.cmds (the ended one's is gone)"
+kill -9 "$daemon"
+wait "$daemon" 2>/dev/null
+start_daemon && ok "the daemon restarts after kill -9" || not_ok "the daemon restarts after kill -9"
+
+want=$(seq 1 60 | sed 's/^/line/')
+is "$(client replay "$pa")" "$want" "Connect after the restart replays all the output read before it, in order"
+client replay "$pl" >"$CLIENT.tail"
+python3 - "$CLIENT.tail" <<'EOF' && ok "a long output replays as a contiguous tail of at least 512 KiB, up to its end" || not_ok "a long output replays as a contiguous tail of at least 512 KiB, up to its end"
+import sys
+t = open(sys.argv[1]).read()
+lines = t.split("\n")[1:]  # the first may be cut
+nums = [int(x) for x in lines if x]
+ok = len(t) >= 512 * 1024 and nums[-1] == 200000 and nums == list(range(nums[0], 200001))
+if not ok:
+    print("# %d bytes, first %s, last %s" % (len(t), nums[:1], nums[-1:]))
+sys.exit(0 if ok else 1)
+EOF
+list=$(client list)
+like "$(grep "^$pa " <<<"$list")" "^$pa /bin/sh \[\"-c\", \"for i in .*\"\] /tmp$" "List after the restart shows the adopted command's cmd, args and cwd"
+# T's lifetime ends 6 s after its start, not 6 s after the restart
+left=$(python3 -c "import time,sys; print(max(0, $t_start + 7.5 - time.time()))")
+sleep "$left"
+list=$(client list)
+grep -q "^$pt " <<<"$list" && not_ok "the adopted command's lifetime ran out on time (6 s after its start)" ||
+    ok "the adopted command's lifetime ran out on time (6 s after its start)"
+grep -q "^$pa " <<<"$list" && ok "the command without a lifetime runs on" || not_ok "the command without a lifetime runs on"
+
+# a lifetime does not count while the sandbox is paused (E2B's paused VM has no clock running)
+pp=$(client start 'sleep 100' 3000)
+curl -s -o /dev/null -X POST -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx/pause"
+sleep 4
+curl -s -o /dev/null -X POST -H "X-API-KEY: $KEY" -d '{"timeout":900}' "$U/sandboxes/$sbx/connect"
+sleep 0.5
+grep -q "^$pp " <<<"$(client list)" && ok "a command whose 3 s lifetime passed while paused runs on after the resume" ||
+    not_ok "a command whose 3 s lifetime passed while paused runs on after the resume"
+sleep 4
+grep -q "^$pp " <<<"$(client list)" && not_ok "... and its lifetime's rest runs out after the resume" ||
+    ok "... and its lifetime's rest runs out after the resume"
+
+curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx"
+sbx_gone=$sbx
+sbx=
+[ -e "$HUTCH_RUN_DIR/$sbx_gone.cmds" ] && not_ok "no record is left once the sandbox is killed" ||
+    ok "no record is left once the sandbox is killed"
+grep -E "ERROR: (Address|Leak)Sanitizer|runtime error" "$LOG" >/dev/null &&
+    { not_ok "no sanitizer report"; grep -A5 Sanitizer "$LOG" | head -30; } || ok "no sanitizer report"
+done_testing
