@@ -12,7 +12,8 @@ LIBS    := $(shell pkg-config --libs $(PKGS)) -lhttp_parser
 STATIC_LIBS := $(patsubst -luv,-l:libuv_a.a,$(shell pkg-config --libs --static $(PKGS))) -lhttp_parser
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-SRCS      := $(sort $(wildcard src/*/*.c))
+# src/sudo/main.c is its own program (build/hutch-sudo), not part of hutch.
+SRCS      := $(filter-out src/sudo/main.c,$(sort $(wildcard src/*/*.c)))
 LIB_SRCS  := $(filter-out src/cli/main.c,$(SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 PROBE_SRCS := $(sort $(wildcard tests/probe/*.c))
@@ -42,7 +43,7 @@ FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=build/fuzz/obj/%.o) build/fuzz/obj/gen/seccomp_b
 .SECONDARY: $(FUZZ_LIB_OBJS)
 
 .PHONY: all san test unit clean bench bench-engine bench-serve format fuzz
-all: build/hutch
+all: build/hutch build/hutch-sudo
 
 # build/hutch is a static PIE: a dynamically linked hutch spends about 2 ms more per
 # `hutch run` (about 15%; bench/README.md), in ld.so and in every fork of its keeper and child.
@@ -55,13 +56,24 @@ link_static = $(CC) $(CFLAGS_BASE) -static-pie -o $@ $(1) $(STATIC_LIBS) 2>$@.ld
 	grep -v -e "in function \`uv__getpwuid_r':" -e "Using 'getpwuid_r' in statically linked" \
 		-e "in function \`unixDlOpen':" -e "Using 'dlopen' in statically linked" $@.ld-log >&2; \
 	rm -f $@.ld-log; exit $$rc
-build/hutch: $(OBJS)
+build/hutch: $(OBJS) | build/hutch-sudo
 	@echo "  LD    $@"
-	@$(call link_static,$^)
+	@$(call link_static,$(OBJS))
 
-build/hutch-san: $(SAN_OBJS)
+build/hutch-san: $(SAN_OBJS) | build/hutch-sudo
 	@echo "  LD    $@"
-	@$(CC) $(CFLAGS_BASE) $(SAN) -o $@ $^ $(LIBS)
+	@$(CC) $(CFLAGS_BASE) $(SAN) -o $@ $(SAN_OBJS) $(LIBS)
+
+# The sandbox's sudo (src/sudo/): small and static, next to hutch, where the daemon finds it and
+# binds it into each sandbox. Only the codec and a few helpers: no library of hutch's.
+SUDO_SRCS := src/sudo/main.c src/sudo/options.c src/proto/proto.c src/proto/proto_sudo.c \
+	src/util/err.c src/util/strfmt.c src/util/fds.c
+build/hutch-sudo: $(SUDO_SRCS) $(wildcard src/sudo/*.h src/proto/*.h src/util/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  LD    $@"
+	@$(CC) -std=gnu17 -O2 -D_GNU_SOURCE -Isrc -Wall -Wextra -Werror -Wshadow \
+		-Wmissing-prototypes -Wformat=2 -Wstrict-prototypes -Wno-unused-parameter -static \
+		-o $@ $(SUDO_SRCS)
 
 build/seccomp-gen: tools/seccomp_gen.c src/jail/seccomp.c src/util/err.c src/util/strfmt.c src/jail/seccomp.h
 	@mkdir -p $(dir $@)

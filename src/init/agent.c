@@ -24,6 +24,7 @@
 #include "init/files_worker.h"
 #include "init/relay.h"
 #include "init/spawner.h"
+#include "init/sudo.h"
 #include "jail/control.h"
 #include "jail/privs.h"
 #include "proto/proto.h"
@@ -41,6 +42,7 @@ struct pending_spawn {
     size_t len;
     int fds[PROTO_MAX_FDS];
     size_t n_fds;
+    bool sudo; /* a SUDO_SPAWN of sudo.c's (cmd_id is its spawn id; no client) */
 };
 
 struct agent {
@@ -60,6 +62,7 @@ struct agent {
     /* The files workers: [0] the user's, [1] root's (a request's USER says which). */
     struct relay files[2];
     uint32_t next_file_id;
+    struct sudo_server sudo;
 };
 
 /* ---------- replies ---------- */
@@ -173,11 +176,61 @@ static void spawn_next(struct agent *a)
             a->in_flight = true;
             return;
         }
-        struct command_entry *e = commands_find(&a->cmds, p->cmd_id);
-        reply_error(a, p->client, p->request_id, errno, "hand the command to the spawner");
-        if (e)
-            commands_drop(&a->cmds, e);
+        int e_no = errno;
+        struct pending_spawn failed = *p;
+        memset(p, 0, sizeof *p); /* the fds and msg go below, after the answer */
         queue_pop(a);
+        if (failed.sudo) {
+            sudo_spawned(&a->sudo, failed.cmd_id, 0, e_no, "hand the command to the spawner");
+        } else {
+            struct command_entry *e = commands_find(&a->cmds, failed.cmd_id);
+            reply_error(a, failed.client, failed.request_id, e_no,
+                        "hand the command to the spawner");
+            if (e)
+                commands_drop(&a->cmds, e);
+        }
+        pending_free(&failed);
+    }
+}
+
+/* sudo.c's SUDO_SPAWN, into the same queue as the host's spawns (one spawner does both). */
+static int submit_sudo(void *arg, uint32_t spawn_id, uint8_t *msg, size_t len, int *fds,
+                       size_t n_fds)
+{
+    struct agent *a = arg;
+    if (a->queued >= AGENT_MAX_QUEUE || a->spawner_fd < 0) {
+        free(msg);
+        for (size_t i = 0; i < n_fds; i++)
+            close(fds[i]);
+        errno = a->spawner_fd < 0 ? EIO : EAGAIN;
+        return -1;
+    }
+    struct pending_spawn *p = &a->queue[a->queued++];
+    memset(p, 0, sizeof *p);
+    p->cmd_id = spawn_id;
+    p->client = -1;
+    p->sudo = true;
+    p->msg = msg;
+    p->len = len;
+    memcpy(p->fds, fds, n_fds * sizeof *fds);
+    p->n_fds = n_fds;
+    spawn_next(a);
+    return 0;
+}
+
+/* A command's end: every host is told, and the spawner drops its cgroup fds (sudo_groups.c). */
+static void command_end(struct agent *a, struct command_entry *e, int status)
+{
+    commands_ended(&a->cmds, e, status);
+    broadcast_exited(a, e);
+    if (a->spawner_fd >= 0) {
+        uint8_t buf[64];
+        struct proto_writer w;
+        proto_begin(&w, buf, sizeof buf, PROTO_FORGET, 0, 0);
+        proto_put_u32(&w, PROTO_T_CMD_ID, e->id);
+        size_t len = proto_finish(&w);
+        if (len)
+            proto_send(a->spawner_fd, buf, len, NULL, 0); /* best effort: no answer comes */
     }
 }
 
@@ -227,6 +280,27 @@ static void handle_spawn(struct agent *a, int c, const struct proto_msg *m, uint
     spawn_next(a);
 }
 
+/* The spawner's answer for queue[0], a sudo command: its pid (it takes no ends), or why not. */
+static void spawned_for_sudo(struct agent *a, const struct proto_msg *m, size_t n_fds)
+{
+    uint32_t pid = 0, mask = 0, errnum = EIO;
+    const char *msg = NULL;
+    if (m->type == PROTO_SPAWN_REPLY && n_fds == 0 &&
+        proto_get_u32(m, PROTO_T_PID, &pid, NULL) == 0 &&
+        proto_get_u32(m, PROTO_T_FDS, &mask, NULL) == 0 && mask == 0 && pid > 1) {
+        sudo_spawned(&a->sudo, a->queue[0].cmd_id, (pid_t)pid, 0, NULL);
+        for (size_t i = 0; i < a->n_early; i++)
+            if (a->early[i].pid == (pid_t)pid)
+                sudo_reaped(&a->sudo, (pid_t)pid, a->early[i].status);
+        return;
+    }
+    if (m->type == PROTO_ERROR) {
+        proto_get_u32(m, PROTO_T_ERRNO, &errnum, NULL);
+        proto_get_str(m, PROTO_T_MESSAGE, PROTO_MAX_STRING, &msg, NULL);
+    }
+    sudo_spawned(&a->sudo, a->queue[0].cmd_id, 0, (int)errnum, msg ? msg : "spawn failed");
+}
+
 /* The spawner's answer for queue[0]. */
 static void handle_spawner(struct agent *a)
 {
@@ -245,11 +319,15 @@ static void handle_spawner(struct agent *a)
         for (size_t i = 0; i < n_fds; i++)
             close(fds[i]);
         while (a->queued) {
-            struct command_entry *e = commands_find(&a->cmds, a->queue[0].cmd_id);
-            reply_error(a, a->queue[0].client, a->queue[0].request_id, EIO,
-                        "the sandbox's spawner is gone");
-            if (e)
-                commands_drop(&a->cmds, e);
+            if (a->queue[0].sudo) {
+                sudo_spawned(&a->sudo, a->queue[0].cmd_id, 0, EIO, "the sandbox's spawner is gone");
+            } else {
+                struct command_entry *e = commands_find(&a->cmds, a->queue[0].cmd_id);
+                reply_error(a, a->queue[0].client, a->queue[0].request_id, EIO,
+                            "the sandbox's spawner is gone");
+                if (e)
+                    commands_drop(&a->cmds, e);
+            }
             queue_pop(a);
         }
         close(a->spawner_fd);
@@ -257,6 +335,14 @@ static void handle_spawner(struct agent *a)
         return;
     }
     struct pending_spawn *p = &a->queue[0];
+    if (p->sudo) {
+        spawned_for_sudo(a, &m, n_fds);
+        for (size_t i = 0; i < n_fds; i++)
+            close(fds[i]);
+        queue_pop(a);
+        spawn_next(a);
+        return;
+    }
     struct command_entry *e = commands_find(&a->cmds, p->cmd_id);
     uint32_t pid = 0, mask = 0;
     if (m.type == PROTO_SPAWN_REPLY && e && proto_get_u32(&m, PROTO_T_PID, &pid, &err) == 0 &&
@@ -272,10 +358,8 @@ static void handle_spawner(struct agent *a)
         e->pid = (pid_t)pid;
         reply_fds(a, p->client, p->request_id, e);
         for (size_t i = 0; i < a->n_early; i++)
-            if (a->early[i].pid == e->pid) {
-                commands_ended(&a->cmds, e, a->early[i].status);
-                broadcast_exited(a, e);
-            }
+            if (a->early[i].pid == e->pid)
+                command_end(a, e, a->early[i].status);
     } else {
         for (size_t i = 0; i < n_fds; i++)
             close(fds[i]);
@@ -582,8 +666,9 @@ static void reap(struct agent *a)
             return;
         struct command_entry *e = commands_find_pid(&a->cmds, pid);
         if (e) {
-            commands_ended(&a->cmds, e, status);
-            broadcast_exited(a, e);
+            command_end(a, e, status);
+        } else if (sudo_reaped(&a->sudo, pid, status)) {
+            /* a sudo command: its asker was told */
         } else if (a->in_flight && a->n_early < AGENT_EARLY_MAX) {
             a->early[a->n_early].pid = pid;
             a->early[a->n_early++].status = status;
@@ -636,6 +721,8 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
     static struct agent a;
     a.listen_fd = listen_fd;
     a.spawner_fd = spawner_fd;
+    /* After the helpers' forks, so that none of them holds it. */
+    sudo_init(&a.sudo, sudo_listen(), submit_sudo, &a);
     for (int c = 0; c < AGENT_MAX_CLIENTS; c++)
         a.clients[c] = -1;
     a.clients[0] = ctl;
@@ -661,8 +748,12 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
         seccomp_install(&own) < 0)
         _exit(1);
     for (;;) {
-        enum { FILES_AT = 3 + AGENT_MAX_CLIENTS, N_POLL = FILES_AT + 2 };
-        struct pollfd p[N_POLL];
+        enum {
+            FILES_AT = 3 + AGENT_MAX_CLIENTS,
+            SUDO_AT = FILES_AT + 2,
+            N_POLL_MAX = SUDO_AT + 1 + SUDO_MAX_SESSIONS
+        };
+        struct pollfd p[N_POLL_MAX];
         p[0] = (struct pollfd){.fd = a.sigfd, .events = POLLIN};
         p[1] = (struct pollfd){.fd = a.spawner_fd, .events = POLLIN};
         p[2] = (struct pollfd){.fd = a.listen_fd, .events = POLLIN};
@@ -674,7 +765,8 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
             if (t >= 0 && (timeout < 0 || t < timeout))
                 timeout = t;
         }
-        if (poll(p, N_POLL, timeout) < 0)
+        size_t n_sudo = a.sudo.listen_fd >= 0 ? sudo_poll(&a.sudo, &p[SUDO_AT], &timeout) : 0;
+        if (poll(p, SUDO_AT + n_sudo, timeout) < 0)
             continue;
         /* The spawner's answers before the exits: a command's pid is known before its end. */
         if (p[1].revents)
@@ -688,5 +780,6 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
                 handle_client(&a, c);
         for (int i = 0; i < 2; i++)
             relay_ready(&a.files[i], &p[FILES_AT + i]);
+        sudo_ready(&a.sudo, &p[SUDO_AT], n_sudo);
     }
 }

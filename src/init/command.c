@@ -64,6 +64,13 @@ static int open_pty(const struct command_spec *spec, struct command_fds *out,
 static int make_stdio(const struct command_spec *spec, struct command_fds *out,
                       struct child_ends *child, err_t *err)
 {
+    if (spec->stdio[0] >= 0) {
+        int *ends[3] = {&child->in, &child->out, &child->err};
+        for (int i = 0; i < 3; i++)
+            if ((*ends[i] = fcntl(spec->stdio[i], F_DUPFD_CLOEXEC, 3)) < 0)
+                return err_set(err, errno, "the given stdio");
+        return 0;
+    }
     if (spec->pty)
         return open_pty(spec, out, child, err);
     if (make_pipe(&out->stdout_r, &child->out, err) < 0 ||

@@ -20,6 +20,9 @@ struct command_spec {
     bool stdin_pipe; /* else stdin is /dev/null (or the pty) */
     bool pty;
     unsigned short rows, cols;
+    /* A sudo command's stdio: the asker's own fds, which it gets as they are (no pipes made, no
+     * ends for anyone); -1 each otherwise. */
+    int stdio[3];
     int cgroup_fd;                     /* the command's cgroup2 directory (from the host), or -1 */
     int v1_fds[COMMAND_MAX_V1_FDS];    /* the command's v1 `tasks` files (from the host) */
     size_t n_v1_fds;
@@ -30,6 +33,7 @@ struct command_fds {
     int stdout_r, stderr_r, stdin_w, pty_master;
 };
 
+/* The host's ends are all -1 for a command with stdio given. */
 /* Starts the command as a child of init (CLONE_PARENT: init reaps it and learns its status),
  * born in its cgroup. Returns once it has exec'd (0, *pid its pid in the sandbox) or failed
  * before (-1, err says why; the child is gone). Close-on-exec fds in out. */

@@ -1,9 +1,10 @@
 /* The spawner: forked by init before init loads its own seccomp filter, the one process in a
  * sandbox that can still exec. It does one thing, for init only: receive a SPAWN (as the host
  * sent it, with the command's cgroup fds), start the command (command.c) and answer with its pid
- * and the host's ends of its pipes or pty. It reaches nothing but its socket to init, holds no
- * fd of anyone else's, and runs no code of the sandbox's: commands are its children only until
- * clone3 returns (CLONE_PARENT makes init their parent). */
+ * and the host's ends of its pipes or pty; or a SUDO_SPAWN, which init made from a sudo request
+ * (sudo.c): the asker's stdio, in the cgroup of the asker's command (sudo_groups.c). It reaches
+ * nothing but its socket to init, holds no fd of anyone else's, and runs no code of the sandbox's:
+ * commands are its children only until clone3 returns (CLONE_PARENT makes init their parent). */
 #include "init/spawner.h"
 
 #include <errno.h>
@@ -13,7 +14,9 @@
 #include <unistd.h>
 
 #include "init/command.h"
+#include "init/sudo_groups.h"
 #include "proto/proto.h"
+#include "proto/proto_sudo.h"
 
 static void reply_error(int sock, uint32_t id, const err_t *err)
 {
@@ -34,17 +37,13 @@ static void reply_spawned(int sock, uint32_t id, pid_t pid, const struct command
         proto_send(sock, buf, len, pass, n);
 }
 
-static void serve_one(int sock, const uint8_t *buf, size_t len, int *fds, size_t n_fds,
-                      const struct seccomp_program *prog, bool writable_root)
+static void spawn_for_host(int sock, const struct proto_msg *m, int *fds,
+                           const struct seccomp_program *prog, bool writable_root)
 {
-    struct proto_msg m;
     struct proto_spawn s;
     err_t err;
-    if (proto_parse(buf, len, &m, &err) < 0 || m.type != PROTO_SPAWN ||
-        proto_decode_spawn(&m, &s, &err) < 0) {
-        if (err.errnum == 0)
-            err_set(&err, EBADMSG, "spawner: not a spawn");
-        reply_error(sock, len >= PROTO_HEADER_SIZE ? m.request_id : 0, &err);
+    if (proto_decode_spawn(m, &s, &err) < 0) {
+        reply_error(sock, m->request_id, &err);
         return;
     }
     struct command_spec spec = {.argv = s.argv,
@@ -56,18 +55,85 @@ static void serve_one(int sock, const uint8_t *buf, size_t len, int *fds, size_t
                                 .pty = s.pty,
                                 .rows = s.rows,
                                 .cols = s.cols,
-                                .cgroup_fd = s.has_cgroup_fd ? fds[0] : -1};
+                                .cgroup_fd = s.has_cgroup_fd ? fds[0] : -1,
+                                .stdio = {-1, -1, -1}};
     for (unsigned i = 0; i < s.n_v1_fds; i++)
         spec.v1_fds[spec.n_v1_fds++] = fds[(s.has_cgroup_fd ? 1 : 0) + i];
     pid_t pid;
     struct command_fds out;
-    if (command_spawn(&spec, prog, &pid, &out, &err) < 0)
-        reply_error(sock, m.request_id, &err);
-    else {
-        reply_spawned(sock, m.request_id, pid, &out);
+    if (command_spawn(&spec, prog, &pid, &out, &err) < 0) {
+        reply_error(sock, m->request_id, &err);
+    } else {
+        /* Before the reply: init forgets it only once it knows its pid. */
+        sudo_groups_add(m->request_id, s.cgroup, fds, s.has_cgroup_fd, s.n_v1_fds);
+        reply_spawned(sock, m->request_id, pid, &out);
         command_fds_close(&out); /* init has its own copies now */
     }
     proto_spawn_free(&s);
+}
+
+/* A sudo command: the asker's stdio, the cgroup of the command the asker belongs to. */
+static void spawn_for_sudo(int sock, const struct proto_msg *m, int *fds,
+                           const struct seccomp_program *prog, bool writable_root)
+{
+    struct proto_sudo s;
+    err_t err;
+    if (proto_decode_sudo(m, &s, &err) < 0) {
+        reply_error(sock, m->request_id, &err);
+        return;
+    }
+    const struct sudo_group *g = sudo_groups_of((pid_t)s.caller_pid, &err);
+    if (!g) {
+        err_wrap(&err, "sudo");
+        reply_error(sock, m->request_id, &err);
+        proto_sudo_free(&s);
+        return;
+    }
+    struct command_spec spec = {.argv = s.argv,
+                                .envp = s.envp,
+                                .cwd = s.cwd,
+                                .as_root = s.as_root,
+                                .writable_root = writable_root,
+                                .cgroup_fd = g->has_dir ? g->fds[0] : -1,
+                                .stdio = {fds[0], fds[1], fds[2]}};
+    for (unsigned i = 0; i < g->n_v1; i++)
+        spec.v1_fds[spec.n_v1_fds++] = g->fds[(g->has_dir ? 1 : 0) + i];
+    pid_t pid;
+    struct command_fds out;
+    if (command_spawn(&spec, prog, &pid, &out, &err) < 0) {
+        reply_error(sock, m->request_id, &err);
+    } else {
+        reply_spawned(sock, m->request_id, pid, &out);
+        command_fds_close(&out); /* none: the stdio was given */
+    }
+    proto_sudo_free(&s);
+}
+
+static void serve_one(int sock, const uint8_t *buf, size_t len, int *fds, size_t n_fds,
+                      const struct seccomp_program *prog, bool writable_root)
+{
+    struct proto_msg m;
+    err_t err = {0};
+    uint32_t id;
+    if (proto_parse(buf, len, &m, &err) < 0) {
+        reply_error(sock, len >= PROTO_HEADER_SIZE ? m.request_id : 0, &err);
+        return;
+    }
+    switch (m.type) {
+    case PROTO_SPAWN:
+        spawn_for_host(sock, &m, fds, prog, writable_root);
+        break;
+    case PROTO_SUDO_SPAWN:
+        spawn_for_sudo(sock, &m, fds, prog, writable_root);
+        break;
+    case PROTO_FORGET: /* a command ended: no answer */
+        if (n_fds == 0 && proto_get_u32(&m, PROTO_T_CMD_ID, &id, NULL) == 0)
+            sudo_groups_forget(id);
+        break;
+    default:
+        err_set(&err, EBADMSG, "spawner: not a spawn");
+        reply_error(sock, m.request_id, &err);
+    }
 }
 
 void spawner_main(int sock, const struct seccomp_program *prog, bool writable_root)

@@ -111,7 +111,7 @@ size_t proto_finish(struct proto_writer *w)
 
 unsigned proto_type_version(enum proto_type type)
 {
-    return type >= PROTO_FIRST_V2 ? 2 : 1;
+    return type >= PROTO_FIRST_V3 ? 3 : type >= PROTO_FIRST_V2 ? 2 : 1;
 }
 
 /* ---------- reading ---------- */

@@ -15,7 +15,7 @@
 #include "util/err.h"
 
 #define PROTO_MAGIC        0x31545548u /* "HUT1" on the wire (little-endian) */
-#define PROTO_VERSION      2 /* 1: commands; 2: files and watches (README.md, "Versions") */
+#define PROTO_VERSION      3 /* 1: commands; 2: files and watches; 3: sudo (README.md, "Versions") */
 #define PROTO_HEADER_SIZE  16
 #define PROTO_MAX_TO_INIT  (1u << 20) /* host -> init: a spawn carries argv and env */
 #define PROTO_MAX_TO_HOST  (64u << 10) /* init -> host: long answers come in chunks */
@@ -61,10 +61,20 @@ enum proto_type {
     PROTO_WATCH_STOP,      /* {WATCH_ID} -> OK */
     PROTO_WATCH_EVENTS,    /* init -> host, request id 0: {WATCH_ID, EVENT...} */
     PROTO_WATCH_ENDED,     /* init -> host, request id 0: {WATCH_ID, ERRNO, MESSAGE}: it broke */
+    /* Version 3: sudo, on init's sudo socket inside the sandbox, and from init to its spawner
+     * (proto_sudo.h; README.md, "The sudo socket"). Never between the host and init. */
+    PROTO_SUDO,         /* a sandbox process -> init: {ARG+, ENV*, CWD?, USER}; fds: its stdin,
+                           stdout, stderr -> SUDO_STARTED, then SUDO_EXITED; or ERROR */
+    PROTO_SUDO_STARTED, /* init -> the client: {PID} */
+    PROTO_SUDO_SIGNAL,  /* the client -> init: {SIGNAL}, to the command's process group */
+    PROTO_SUDO_EXITED,  /* init -> the client: {EXIT_CODE, SIGNAL} */
+    PROTO_SUDO_SPAWN,   /* init -> its spawner: {ARG+, ENV*, CWD?, USER, PID (the caller's)};
+                           fds: the stdio -> SPAWN_REPLY {FDS 0} or ERROR */
     PROTO_TYPE_END,
 };
 /* The first type of version 2: a message's header carries the version that defined its type. */
 #define PROTO_FIRST_V2 PROTO_FILE_STAT
+#define PROTO_FIRST_V3 PROTO_SUDO
 
 enum proto_tag {
     PROTO_T_VERSION = 1, /* u32 */
@@ -244,7 +254,7 @@ int proto_get_str(const struct proto_msg *m, enum proto_tag tag, size_t max, con
 
 /* ---- the socket ---- */
 
-/* The file messages (version 2) are in proto_files.h. */
+/* The file messages (version 2) are in proto_files.h, sudo's (version 3) in proto_sudo.h. */
 
 /* Sends one message with fds; never blocks (EAGAIN to the caller), never raises SIGPIPE. */
 int proto_send(int sock, const void *buf, size_t len, const int *fds, size_t n_fds);

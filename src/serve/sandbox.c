@@ -451,6 +451,8 @@ static int start_jail(struct sbx *sb, err_t *err)
         .writable_root = true,
         .layer_dir = layer,
         .dpkg_dir = access("/var/lib/dpkg/status", F_OK) == 0 ? "/var/lib/dpkg" : NULL,
+        .mounts = &d->sudo_mount, /* hutch's sudo (serve.c, find_sudo) */
+        .n_mounts = d->sudo_mount.host_path ? 1 : 0,
     };
     int rc = jail_start_begin(&spec, &sb->jail, err);
     close(listen_fd);

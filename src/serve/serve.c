@@ -174,6 +174,57 @@ static void on_stop_signal(uv_signal_t *s, int signum)
     uv_close((uv_handle_t *)&d->sig_int, NULL);
 }
 
+/* Whether a sandbox's root, a uid of no group of the host's, can reach path and run it: the
+ * setup child binds it as that uid, and a bind it cannot make would fail the whole sandbox. */
+static bool reachable_by_others(const char *path)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0005) != 0005 ||
+        strfmt(dir, sizeof dir, "%s", path) < 0)
+        return false;
+    for (char *slash = strrchr(dir, '/'); slash && slash > dir; slash = strrchr(dir, '/')) {
+        *slash = '\0';
+        if (stat(dir, &st) < 0 || !(st.st_mode & S_IXOTH))
+            return false;
+    }
+    return true;
+}
+
+/* The sandboxes' sudo (src/sudo/main.c): $HUTCH_SUDO ("" for none), else hutch-sudo in the
+ * directory of our own binary. Without it (or where sandboxes cannot reach it) they have none,
+ * and nothing else changes. */
+static void find_sudo(struct serve *d)
+{
+    const char *env = getenv("HUTCH_SUDO");
+    char path[PATH_MAX] = "";
+    ssize_t n;
+    if (env) {
+        if (!env[0] || strfmt(path, sizeof path, "%s", env) < 0)
+            return;
+    } else if ((n = readlink("/proc/self/exe", path, sizeof path - 1)) > 0) {
+        path[n] = '\0';
+        char *slash = strrchr(path, '/');
+        if (!slash || (size_t)(slash - path) + sizeof "/hutch-sudo" > sizeof path)
+            return;
+        strcpy(slash, "/hutch-sudo");
+    }
+    if (!path[0] || !realpath(path, d->sudo_path) || access(d->sudo_path, X_OK) < 0) {
+        fprintf(stderr, "hutch serve: no sudo in sandboxes (%s: %s)\n",
+                path[0] ? path : "hutch-sudo", strerror(errno));
+        return;
+    }
+    if (!reachable_by_others(d->sudo_path)) {
+        fprintf(stderr,
+                "hutch serve: no sudo in sandboxes: %s is not readable and executable by other "
+                "users (sandboxes run as uids of their own); set HUTCH_SUDO to a copy that is\n",
+                d->sudo_path);
+        return;
+    }
+    d->sudo_mount =
+        (struct jail_mount){.host_path = d->sudo_path, .sandbox_path = "/usr/local/bin/sudo"};
+}
+
 static int setup(struct serve *d, const struct serve_options *o, err_t *err)
 {
     if (strfmt(d->state_dir, sizeof d->state_dir, "%s",
@@ -208,6 +259,7 @@ static int setup(struct serve *d, const struct serve_options *o, err_t *err)
         return -1;
     if (jail_init_exec_fd() < 0)
         return err_set(err, ENOENT, "cannot open hutch's own binary to run as init");
+    find_sudo(d);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "jail/cgroup.h"
+#include "jail/jail.h"
 #include "jail/template.h"
 #include "sandbox/store.h"
 
@@ -32,7 +33,11 @@ struct serve {
     int run_fd;                   /* RUN: sandbox records and init sockets */
     int null_fd;                  /* /dev/null: init's stdio */
     char env_api_key[128];        /* HUTCH_API_KEY, "" when not set */
-    struct sbx *sandboxes;        /* the live ones (sandbox.c) */
+    /* hutch-sudo beside our own binary (or $HUTCH_SUDO), bound read-only at /usr/local/bin/sudo
+     * in each sandbox; host_path NULL when there is none (sandboxes then have no sudo). */
+    char sudo_path[PATH_MAX];
+    struct jail_mount sudo_mount;
+    struct sbx *sandboxes; /* the live ones (sandbox.c) */
     size_t n_sandboxes;
     uv_signal_t sig_term, sig_int;
     bool stopping;

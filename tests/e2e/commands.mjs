@@ -6,7 +6,6 @@ import { Sandbox, CommandExitError, SandboxError, NotFoundError, TimeoutError, I
 import { start, done, test, assert, eq, match, rejects, sleep, waitFor } from './harness.mjs'
 
 const PENDING = {
-  'sudo: the user runs a command as root': 'sudo',
 }
 
 await start({ pending: PENDING })
