@@ -106,11 +106,12 @@ static int write_all(struct client *c, const void *data, size_t len, err_t *err)
  * framing header. A name or value with CR or LF is refused (no header injection from an
  * argument). */
 static int send_head(struct client *c, const char *method, const char *target,
-                     const struct client_header *headers, size_t n, const char *framing, err_t *err)
+                     const struct client_header *headers, size_t n, const char *framing,
+                     const void *body, size_t body_len, err_t *err)
 {
     if (strpbrk(target, "\r\n \t"))
         return err_set(err, 0, "a request target with white space: %.64s", target);
-    size_t cap = strlen(method) + strlen(target) + strlen(framing) + 128;
+    size_t cap = strlen(method) + strlen(target) + strlen(framing) + body_len + 128;
     for (size_t i = 0; i < n; i++) {
         if (strpbrk(headers[i].name, "\r\n:") || strpbrk(headers[i].value, "\r\n"))
             return err_set(err, 0, "header %.64s: CR or LF in it", headers[i].name);
@@ -127,7 +128,9 @@ static int send_head(struct client *c, const char *method, const char *target,
         at +=
             (size_t)snprintf(head + at, cap - at, "%s: %s\r\n", headers[i].name, headers[i].value);
     at += (size_t)snprintf(head + at, cap - at, "%s\r\n", framing);
-    int rc = write_all(c, head, at, err);
+    if (body_len) /* in the same write: a server that answers the head alone still has it */
+        memcpy(head + at, body, body_len);
+    int rc = write_all(c, head, at + body_len, err);
     free(head);
     return rc;
 }
@@ -138,15 +141,13 @@ int client_send(struct client *c, const char *method, const char *target,
 {
     char framing[64];
     snprintf(framing, sizeof framing, "Content-Length: %zu\r\n", len);
-    if (send_head(c, method, target, headers, n, framing, err) < 0)
-        return -1;
-    return len ? write_all(c, body, len, err) : 0;
+    return send_head(c, method, target, headers, n, framing, body, len, err);
 }
 
 int client_send_chunked(struct client *c, const char *method, const char *target,
                         const struct client_header *headers, size_t n, err_t *err)
 {
-    return send_head(c, method, target, headers, n, "Transfer-Encoding: chunked\r\n", err);
+    return send_head(c, method, target, headers, n, "Transfer-Encoding: chunked\r\n", NULL, 0, err);
 }
 
 int client_send_chunk(struct client *c, const void *data, size_t len, err_t *err)
@@ -232,16 +233,22 @@ static int on_body(http_parser *p, const char *at, size_t len)
         c->body_failed = true;
         return -1;
     }
-    char *grown = realloc(r->body, r->len + len + 1);
-    if (!grown) {
-        err_set(c->err, ENOMEM, "the daemon's answer");
-        c->body_failed = true;
-        return -1;
+    if (r->cap - r->len < len + 1) { /* doubled: a large answer is not copied over and over */
+        size_t cap = r->cap ? r->cap : 4096;
+        while (cap - r->len < len + 1)
+            cap *= 2;
+        char *grown = realloc(r->body, cap);
+        if (!grown) {
+            err_set(c->err, ENOMEM, "the daemon's answer");
+            c->body_failed = true;
+            return -1;
+        }
+        r->body = grown;
+        r->cap = cap;
     }
-    memcpy(grown + r->len, at, len);
+    memcpy(r->body + r->len, at, len);
     r->len += len;
-    grown[r->len] = '\0';
-    r->body = grown;
+    r->body[r->len] = '\0';
     return 0;
 }
 
@@ -263,7 +270,7 @@ void client_response_free(struct client_response *r)
 {
     free(r->body);
     r->body = NULL;
-    r->len = 0;
+    r->len = r->cap = 0;
 }
 
 int client_pump(struct client *c, struct client_response *r, err_t *err)

@@ -12,7 +12,7 @@
 
 /* A gathered response body larger than this is refused (the control plane's answers are small;
  * downloads and streams go to a callback instead). */
-#define CLIENT_MAX_BODY (64u << 20)
+#define CLIENT_MAX_BODY (16u << 20)
 
 struct client_header {
     const char *name;
@@ -53,7 +53,7 @@ struct client_response {
     client_body_fn on_body; /* NULL: the body is gathered in body, len */
     void *user;
     char *body; /* NUL-terminated; owned (client_response_free) */
-    size_t len;
+    size_t len, cap;
 };
 void client_response_free(struct client_response *r);
 

@@ -188,8 +188,12 @@ static int session_run(struct session *ss, const struct remote_envd *e, const js
                        err_t *err)
 {
     static const int signos[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH};
-    if (signals_catch(signos, 4, err) < 0 || stream_start(&ss->s, e, request, err) < 0)
+    if (signals_catch(signos, 4, err) < 0)
         return -1;
+    if (stream_start(&ss->s, e, request, err) < 0) {
+        stream_close(&ss->s);
+        return -1;
+    }
     int rc = 0;
     while (rc == 0) {
         struct pollfd p[3] = {{.fd = client_fd(ss->s.c), .events = POLLIN},

@@ -63,8 +63,12 @@ int main(int argc, char **argv, char **envp)
                    {"sh", sh_main},         {"cp", cp_main},     {"pause", pause_main},
                    {"resume", resume_main}, {"kill", kill_main}, {"logs", logs_main}};
     for (size_t i = 0; i < sizeof clients / sizeof *clients; i++)
-        if (strcmp(cmd, clients[i].name) == 0)
+        if (strcmp(cmd, clients[i].name) == 0) {
+            static char name[32]; /* getopt's messages say "hutch ls: ..." */
+            snprintf(name, sizeof name, "hutch %s", cmd);
+            argv[1] = name;
             return clients[i].main(argc - 1, argv + 1);
+        }
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("hutch %s\n", HUTCH_VERSION);
         return 0;

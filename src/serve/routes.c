@@ -405,7 +405,10 @@ static void handle_logs(struct call *c)
         return;
     }
     if (store_sandbox_get(c->d->store, c->segs[1], &row, &err) < 0) {
-        respond_err(c, err.errnum == ENOENT ? 404 : 500, &err);
+        if (err.errnum == ENOENT)
+            http_respond_error(c->x, 404, "sandbox %s not found", c->segs[1]);
+        else
+            respond_err(c, 500, &err);
         return;
     }
     store_sandbox_free_fields(&row);
