@@ -229,7 +229,7 @@ static int on_body(http_parser *p, const char *at, size_t len)
         return 0;
     }
     if (len > CLIENT_MAX_BODY - r->len) {
-        err_set(c->err, E2BIG, "the daemon's answer is larger than %u bytes", CLIENT_MAX_BODY);
+        err_set(c->err, 0, "the daemon's answer is larger than %u bytes", CLIENT_MAX_BODY);
         c->body_failed = true;
         return -1;
     }
