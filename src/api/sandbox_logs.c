@@ -11,6 +11,7 @@
 #include "api/json_input.h"
 #include "api/query.h"
 #include "util/parse.h"
+#include "util/utf8.h"
 
 static int take_param(const char *key, const char *value, void *ctx, err_t *err)
 {
@@ -183,15 +184,33 @@ static const char *level_of(const struct store_event *ev)
 
 int api_logs_add(struct api_logs *l, const struct store_event *ev, err_t *err)
 {
-    char when[32], line[1024];
+    char when[32], raw[1024];
     api_time_format(ev->at_ms, when);
-    api_log_line(ev, line, sizeof line);
-    json_t *log = json_pack("{s:s, s:s%}", "timestamp", when, "line", line, strlen(line));
-    json_t *entry = json_pack("{s:s, s:s, s:s%, s:o}", "timestamp", when, "level", level_of(ev),
-                              "message", line, strlen(line), "fields", entry_fields(ev));
-    if (!log || !entry || json_array_append_new(l->logs, log) < 0 ||
-        json_array_append_new(l->entries, entry) < 0)
+    api_log_line(ev, raw, sizeof raw);
+    /* a line cut inside a character (or a command line that was never UTF-8) is still one
+     * entry: U+FFFD where its bytes are not UTF-8 */
+    size_t n;
+    char *line = utf8_sanitize(raw, strlen(raw), &n);
+    if (!line)
         return err_set(err, ENOMEM, "logs");
+    json_t *log = json_pack("{s:s, s:s%}", "timestamp", when, "line", line, n);
+    json_t *entry = json_pack("{s:s, s:s, s:s%, s:o}", "timestamp", when, "level", level_of(ev),
+                              "message", line, n, "fields", entry_fields(ev));
+    free(line);
+    if (!log || !entry) {
+        json_decref(log);
+        json_decref(entry);
+        return err_set(err, ENOMEM, "logs");
+    }
+    /* both or neither: logs[i] and logEntries[i] are the same event */
+    if (json_array_append_new(l->logs, log) < 0) {
+        json_decref(entry);
+        return err_set(err, ENOMEM, "logs");
+    }
+    if (json_array_append_new(l->entries, entry) < 0) {
+        json_array_remove(l->logs, json_array_size(l->logs) - 1);
+        return err_set(err, ENOMEM, "logs");
+    }
     l->last_seq = ev->seq;
     return 0;
 }
