@@ -246,6 +246,24 @@ for body in '{"cpuCount":0}' '{"cpuCount":65}' '{"cpuCount":"2"}' '{"memoryMB":1
     is "$(tail -n1 <<<"$r")/$(jget "$(sed '$d' <<<"$r")" 'd["code"]')" 400/400 "create $body: 400 in E2B's shape"
 done
 
+# SIGINT to hutch exec: the command is sent SIGTERM, and hutch exits with its status
+"$HUTCH" exec "$A" -- sleep 60 </dev/null &
+ex=$!
+sleep 2
+kill -INT "$ex"
+t0=$(now_ms)
+wait "$ex"
+is "$?" 143 "SIGINT to hutch exec: the command gets SIGTERM, hutch exits 143"
+[ $(($(now_ms) - t0)) -lt 10000 ] && ok "... at once, not after the command's 60 s" || not_ok "... at once, not after the command's 60 s"
+
+# a deadline: the log says it timed out
+hx create --timeout 1
+C=$out
+made+=("$C")
+sleep 3
+hx logs "$C"
+like "$out" "sandbox killed: timeout: its deadline passed" "logs of a sandbox past its deadline: killed, timeout"
+
 fds_after=$(ls /proc/$daemon/fd | wc -l)
 is "$fds_after" "$fds_before" "after all of that the daemon holds as many fds as before ($fds_before)"
 
@@ -343,7 +361,7 @@ done
 hx kill "$A"
 is "$rc" 0 "kill the first"
 made=()
-left=$(for d in /sys/fs/cgroup/*/hutch/{$A,$B} /sys/fs/cgroup/hutch/{$A,$B}; do [ -d "$d" ] && echo "$d"; done)
+left=$(for d in /sys/fs/cgroup/*/hutch/{$A,$B,$C} /sys/fs/cgroup/hutch/{$A,$B,$C}; do [ -d "$d" ] && echo "$d"; done)
 is "$left" "" "no cgroup of theirs is left"
 kill "$daemon"
 wait "$daemon"
