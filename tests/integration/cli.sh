@@ -247,14 +247,15 @@ for body in '{"cpuCount":0}' '{"cpuCount":65}' '{"cpuCount":"2"}' '{"memoryMB":1
 done
 
 # SIGINT to hutch exec: the command is sent SIGTERM, and hutch exits with its status
-"$HUTCH" exec "$A" -- sleep 60 </dev/null &
+"$HUTCH" exec "$A" -- sleep 61 </dev/null &
 ex=$!
-sleep 2
+# once the daemon logged the start, hutch has its handlers (they come before its Start)
+for _ in $(seq 150); do h logs "$A" 2>/dev/null | grep -q "started: sleep 61" && break; sleep 0.2; done
 kill -INT "$ex"
 t0=$(now_ms)
 wait "$ex"
 is "$?" 143 "SIGINT to hutch exec: the command gets SIGTERM, hutch exits 143"
-[ $(($(now_ms) - t0)) -lt 10000 ] && ok "... at once, not after the command's 60 s" || not_ok "... at once, not after the command's 60 s"
+[ $(($(now_ms) - t0)) -lt 10000 ] && ok "... at once, not after the command's 61 s" || not_ok "... at once, not after the command's 61 s"
 
 # a deadline: the log says it timed out
 hx create --timeout 1
