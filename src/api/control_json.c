@@ -47,6 +47,20 @@ static int optional_timeout(const json_t *obj, bool *present, int64_t *out, err_
     return 0;
 }
 
+/* An optional whole number in [min, max] (hutch's resource fields); *out stays 0 when absent. */
+static int optional_bounded(const json_t *obj, const char *field, unsigned min, unsigned max,
+                            unsigned *out, err_t *err)
+{
+    const json_t *v = json_object_get(obj, field);
+    if (!v || json_is_null(v))
+        return 0;
+    json_int_t n = json_integer_value(v);
+    if (!json_is_integer(v) || n < (json_int_t)min || n > (json_int_t)max)
+        return invalid(err, "%s must be a whole number from %u to %u", field, min, max);
+    *out = (unsigned)n;
+    return 0;
+}
+
 /* A member that must be an object of strings (metadata, envVars), with its limits; its JSON text
  * (compact, keys sorted) in *out. */
 static int string_map(const json_t *obj, const char *field, size_t max_entries, size_t key_max,
@@ -134,6 +148,12 @@ int api_new_sandbox_parse(const char *body, size_t len, struct api_new_sandbox *
             goto out;
         }
     }
+    if (optional_bounded(root, "cpuCount", 1, API_CPU_COUNT_MAX, &out->cpu_count, err) < 0 ||
+        optional_bounded(root, "memoryMB", API_MEMORY_MB_MIN, API_MEMORY_MB_MAX, &out->memory_mb,
+                         err) < 0 ||
+        optional_bounded(root, "diskSizeMB", API_DISK_MB_MIN, API_DISK_MB_MAX, &out->disk_mb, err) <
+            0)
+        goto out;
     if (string_map(root, "metadata", API_METADATA_MAX_ENTRIES, API_METADATA_KEY_MAX,
                    API_METADATA_VALUE_MAX, (size_t)-1, false, &out->metadata_json, err) < 0 ||
         string_map(root, "envVars", API_ENV_MAX_ENTRIES, API_ENV_NAME_MAX, API_ENV_VALUE_MAX,

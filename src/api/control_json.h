@@ -26,6 +26,13 @@
 #define API_LIST_LIMIT_DEFAULT   100
 #define API_LIST_LIMIT_MAX       1000
 #define API_SANDBOX_ID_LEN       20 /* E2B's: 20 characters of [a-z0-9] */
+/* hutch's extensions to the create body (docs/API.md): a sandbox's resources. 0 in
+ * api_new_sandbox: absent, the template's default. */
+#define API_CPU_COUNT_MAX 64
+#define API_MEMORY_MB_MIN 32
+#define API_MEMORY_MB_MAX (1u << 20) /* 1 TiB */
+#define API_DISK_MB_MIN   64
+#define API_DISK_MB_MAX   (1u << 20) /* 1 TiB */
 
 /* POST /v2/sandboxes (NewSandboxV2) and POST /sandboxes (NewSandbox, e2b <= 2.50). */
 struct api_new_sandbox {
@@ -36,6 +43,8 @@ struct api_new_sandbox {
     bool allow_internet_access;         /* allow_internet_access, true when absent */
     char *metadata_json;                /* a JSON object of strings, "{}" when absent; owned */
     char *env_json;                     /* envVars, a JSON object of strings; owned */
+    /* hutch's cpuCount, memoryMB, diskSizeMB; 0 when absent */
+    unsigned cpu_count, memory_mb, disk_mb;
 };
 int api_new_sandbox_parse(const char *body, size_t len, struct api_new_sandbox *out, err_t *err);
 void api_new_sandbox_free(struct api_new_sandbox *ns);

@@ -504,15 +504,23 @@ int store_event_add(struct store *st, const char *id, const char *kind, const ch
 int store_event_list(struct store *st, const char *id, int64_t after_seq, size_t limit,
                      void (*cb)(const struct store_event *ev, void *ctx), void *ctx, err_t *err)
 {
+    return store_event_page(st, id, after_seq, INT64_MIN, limit, cb, ctx, err);
+}
+
+int store_event_page(struct store *st, const char *id, int64_t after_seq, int64_t since_ms,
+                     size_t limit, void (*cb)(const struct store_event *ev, void *ctx), void *ctx,
+                     err_t *err)
+{
     sqlite3_stmt *s = prepare(st,
                               "SELECT seq, at_ms, kind, detail FROM events WHERE sandbox_id = ? "
-                              "AND seq > ? ORDER BY seq LIMIT ?",
+                              "AND seq > ? AND at_ms >= ? ORDER BY seq LIMIT ?",
                               err);
     if (!s)
         return -1;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, after_seq);
-    sqlite3_bind_int64(s, 3, limit ? (int64_t)limit : -1);
+    sqlite3_bind_int64(s, 3, since_ms);
+    sqlite3_bind_int64(s, 4, limit ? (int64_t)limit : -1);
     int n = 0, rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_event ev = {

@@ -97,6 +97,11 @@ int store_event_add(struct store *st, const char *id, const char *kind, const ch
 /* Calls cb with id's events after seq after_seq (0: all), oldest first, at most limit (0: all). */
 int store_event_list(struct store *st, const char *id, int64_t after_seq, size_t limit,
                      void (*cb)(const struct store_event *ev, void *ctx), void *ctx, err_t *err);
+/* The same from the first event at or after since_ms (wall clock) whose seq is above after_seq:
+ * a page of the log (GET /sandboxes/{id}/logs). */
+int store_event_page(struct store *st, const char *id, int64_t after_seq, int64_t since_ms,
+                     size_t limit, void (*cb)(const struct store_event *ev, void *ctx), void *ctx,
+                     err_t *err);
 
 /* API keys are kept as their BLAKE2b hash (libsodium), never in the clear. */
 int store_api_key_add(struct store *st, const char *key, const char *name, err_t *err);

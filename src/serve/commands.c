@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,26 @@ static void log_end(struct scmd *c, const struct verdict_usage *u)
 }
 
 static void try_finish(uv_timer_t *t);
+
+/* The start in the log, with its command line (its first 400 bytes, for people to read). */
+static void log_start(struct scmd *c)
+{
+    char line[401] = "";
+    size_t at = 0;
+    for (size_t i = 0; c->argv && c->argv[i] && at < sizeof line - 1; i++)
+        at += (size_t)snprintf(line + at, sizeof line - at, "%s%s", i ? " " : "", c->argv[i]);
+    line[sizeof line - 1] = '\0';
+    json_t *j =
+        json_pack("{s:I, s:b, s:s}", "pid", (json_int_t)c->pid, "root", c->as_root, "cmd", line);
+    if (!j) /* a line that is not UTF-8 (or cut inside a character) */
+        j = json_pack("{s:I, s:b}", "pid", (json_int_t)c->pid, "root", c->as_root);
+    char *detail = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    err_t err;
+    if (store_event_add(c->sb->d->store, c->sb->id, "command_started", detail, &err) < 0)
+        fprintf(stderr, "hutch serve: %s: %s\n", c->sb->id, err.msg);
+    free(detail);
+}
 
 /* Its group's counters read and the group removed (retried while members leave). */
 static void finish_group(struct scmd *c)
@@ -331,11 +352,8 @@ static void on_spawn_reply(struct sbx *sb, struct jail_agent_msg *m, const char 
         set_error(c, err.msg);
         jail_command_kill_tree(&sb->jail, c->group, &err);
     }
-    char detail[128];
-    snprintf(detail, sizeof detail, "{\"pid\":%u,\"root\":%s}", c->pid,
-             c->as_root ? "true" : "false");
     if (!c->adopted) {
-        store_event_add(sb->d->store, sb->id, "command_started", detail, &err);
+        log_start(c);
         scmd_record_start(c);
     }
     for (struct scmd_attach *a = c->attached; a; a = a->next)

@@ -12,6 +12,7 @@
 #include "api/auth.h"
 #include "api/control_json.h"
 #include "api/metrics_json.h"
+#include "api/sandbox_logs.h"
 #include "http/http.h"
 #include "serve/metrics.h"
 #include "serve/sandbox.h"
@@ -170,9 +171,9 @@ static void handle_create(struct call *c)
     r->state = SANDBOX_CREATING;
     r->created_ms = sbx_wall_ms();
     r->deadline_ms = r->created_ms + ns.timeout_s * 1000;
-    r->cpu_count = SBX_CPU_COUNT;
-    r->memory_mb = SBX_MEMORY_MB;
-    r->disk_mb = SBX_DISK_MB;
+    r->cpu_count = ns.cpu_count ? ns.cpu_count : SBX_CPU_COUNT; /* hutch's extensions */
+    r->memory_mb = ns.memory_mb ? ns.memory_mb : SBX_MEMORY_MB;
+    r->disk_mb = ns.disk_mb ? ns.disk_mb : SBX_DISK_MB;
     r->auto_pause = ns.auto_pause;
     r->auto_resume = ns.auto_resume;
     r->metadata_json = ns.metadata_json;
@@ -485,6 +486,50 @@ static void handle_metrics_list(struct call *c)
     free(json);
 }
 
+/* ---------- logs ---------- */
+
+static void log_event(const struct store_event *ev, void *ctx)
+{
+    err_t err;
+    api_logs_add(ctx, ev, &err); /* no memory: the page is short, and says so by its token */
+}
+
+/* A sandbox's event log, live or ended (the log is most read after the end: why it ended). */
+static void handle_logs(struct call *c)
+{
+    err_t err;
+    struct api_logs_query q;
+    struct store_sandbox row = {0};
+    if (api_logs_query_parse(c->query, &q, &err) < 0) {
+        respond_err(c, 400, &err);
+        return;
+    }
+    if (store_sandbox_get(c->d->store, c->segs[1], &row, &err) < 0) {
+        if (err.errnum == ENOENT)
+            http_respond_error(c->x, 404, "sandbox %s not found", c->segs[1]);
+        else
+            respond_err(c, 500, &err);
+        return;
+    }
+    store_sandbox_free_fields(&row);
+    struct api_logs *l = api_logs_new();
+    int n = l ? store_event_page(c->d->store, c->segs[1], q.after_seq, q.start_ms, q.limit,
+                                 log_event, l, &err)
+              : err_set(&err, ENOMEM, "logs");
+    char *body = n >= 0 ? api_logs_json(l, &err) : NULL;
+    if (!body) {
+        respond_err(c, 500, &err);
+    } else {
+        /* a full page may have a next one: it starts after this one's last event */
+        char token[24];
+        snprintf(token, sizeof token, "%lld", (long long)api_logs_last_seq(l));
+        struct http_header h[2] = {{"Content-Type", "application/json"}, {"X-Next-Token", token}};
+        http_respond(c->x, 200, h, (size_t)n == q.limit ? 2 : 1, body, strlen(body));
+    }
+    free(body);
+    api_logs_free(l);
+}
+
 static void handle_alias(struct call *c)
 {
     for (size_t i = 0; i < sizeof templates / sizeof *templates; i++)
@@ -520,6 +565,7 @@ static const struct route routes[] = {
     {"POST", {"sandboxes", "*", "connect"}, handle_connect, true},
     {"POST", {"sandboxes", "*", "resume"}, handle_connect, true},
     {"POST", {"v2", "sandboxes", "*", "connect"}, handle_connect, true},
+    {"GET", {"sandboxes", "*", "logs"}, handle_logs, false},
     {"GET", {"templates", "aliases", "*"}, handle_alias, false},
 };
 
@@ -602,7 +648,8 @@ static void normalize(struct call *c)
 
 void routes_control(struct serve *d, struct http_exchange *x, const struct http_request *req)
 {
-    if (!serve_api_key_ok(d, http_request_header(req, "X-API-KEY"))) {
+    /* the unix socket needs no key: only the daemon's user reaches it (serve.c) */
+    if (!req->from_unix_socket && !serve_api_key_ok(d, http_request_header(req, "X-API-KEY"))) {
         http_respond_error(x, 401,
                            "Invalid API key: give one in the X-API-KEY header (the key "
                            "the daemon wrote to its state directory, or HUTCH_API_KEY)");

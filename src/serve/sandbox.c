@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,9 +237,14 @@ static void kill_finish(struct sbx *sb)
     }
     remove_leftovers(d, sb->id);
     enum sandbox_state to = sb->state == SANDBOX_CREATING ? SANDBOX_FAILED : SANDBOX_KILLED;
+    /* the event says why too: the log (GET /sandboxes/{id}/logs) shows it */
+    json_t *why = json_pack("{s:s}", "reason", sb->end_reason);
+    char *detail = why ? json_dumps(why, JSON_COMPACT) : NULL;
+    json_decref(why);
     if (store_sandbox_transition(d->store, sb->id, SANDBOX_STATES_LIVE, to, sb->end_reason,
-                                 to == SANDBOX_FAILED ? "failed" : "killed", NULL, &err) < 0)
+                                 to == SANDBOX_FAILED ? "failed" : "killed", detail, &err) < 0)
         fprintf(stderr, "hutch serve: %s: %s\n", sb->id, err.msg);
+    free(detail);
     sb->state = to;
     finish_step(sb, 0, sb->end_reason);
     sbx_release(sb);

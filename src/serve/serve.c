@@ -283,6 +283,10 @@ int serve_main(int argc, char **argv)
         fprintf(stderr, "hutch serve: %s: path too long\n", d.run_dir);
         return 1;
     }
+    /* The unix socket is the CLI's, and takes control-plane calls without an API key: it is
+     * mode 0600, made so before it listens (http_server_listen_unix), so only the daemon's own
+     * user (root) can connect, and that user can read the key file anyway. envd calls on it
+     * still need the sandbox's access token (the CLI gets it from GET /sandboxes/{id}). */
     uint16_t port = 0;
     if (!d.http || http_server_listen_tcp(d.http, o.host, o.port, &port, &err) < 0 ||
         http_server_listen_unix(d.http, o.socket_path ? o.socket_path : sock, 0600, &err) < 0) {

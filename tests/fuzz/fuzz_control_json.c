@@ -41,6 +41,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fuzz_assert(ns.timeout_s >= 1 && ns.timeout_s <= API_TIMEOUT_MAX_S);
             check_string_object(ns.metadata_json, API_METADATA_MAX_ENTRIES);
             check_string_object(ns.env_json, API_ENV_MAX_ENTRIES);
+            fuzz_assert(ns.cpu_count <= API_CPU_COUNT_MAX);
+            fuzz_assert(!ns.memory_mb ||
+                        (ns.memory_mb >= API_MEMORY_MB_MIN && ns.memory_mb <= API_MEMORY_MB_MAX));
+            fuzz_assert(!ns.disk_mb ||
+                        (ns.disk_mb >= API_DISK_MB_MIN && ns.disk_mb <= API_DISK_MB_MAX));
             api_new_sandbox_free(&ns);
         } else {
             check_failure(&err);

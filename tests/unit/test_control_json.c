@@ -33,6 +33,20 @@ static void create_bodies(void)
            ns.auto_pause && ns.auto_resume && !ns.allow_internet_access,
        "v1's extra fields, autoPause, autoResume, allow_internet_access; unknown fields ignored");
     api_new_sandbox_free(&ns);
+    ok(api_new_sandbox_parse(BODY("{\"cpuCount\":1,\"memoryMB\":256,\"diskSizeMB\":512}"), &ns,
+                             &err) == 0 &&
+           ns.cpu_count == 1 && ns.memory_mb == 256 && ns.disk_mb == 512,
+       "hutch's cpuCount, memoryMB, diskSizeMB (%s)", err.msg);
+    api_new_sandbox_free(&ns);
+    const char *bad_resources[] = {"{\"cpuCount\":0}",     "{\"cpuCount\":65}",
+                                   "{\"cpuCount\":\"2\"}", "{\"cpuCount\":1.5}",
+                                   "{\"memoryMB\":31}",    "{\"memoryMB\":-1}",
+                                   "{\"diskSizeMB\":63}",  "{\"diskSizeMB\":1048577}",
+                                   "{\"memoryMB\":true}",  "{\"cpuCount\":9223372036854775807}"};
+    for (size_t i = 0; i < sizeof bad_resources / sizeof *bad_resources; i++)
+        ok(api_new_sandbox_parse(BODY(bad_resources[i]), &ns, &err) < 0 && err.errnum == EINVAL &&
+               !ns.metadata_json,
+           "%s refused: %s", bad_resources[i], err.msg);
     ok(api_new_sandbox_parse("", 0, &ns, &err) == 0 && strcmp(ns.template_id, "base") == 0 &&
            ns.timeout_s == API_TIMEOUT_DEFAULT_S && strcmp(ns.metadata_json, "{}") == 0,
        "an empty body: base, 300 s, no metadata");
