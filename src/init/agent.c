@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -481,8 +482,8 @@ static void handle_resize(struct agent *a, int c, const struct proto_msg *m)
     if (!e)
         return;
     if (proto_get_u32(m, PROTO_T_ROWS, &rows, NULL) < 0 ||
-        proto_get_u32(m, PROTO_T_COLS, &cols, NULL) < 0 || rows == 0 || cols == 0 ||
-        rows > 65535 || cols > 65535) {
+        proto_get_u32(m, PROTO_T_COLS, &cols, NULL) < 0 || rows == 0 || cols == 0 || rows > 65535 ||
+        cols > 65535) {
         reply_error(a, c, m->request_id, EINVAL, "resize needs rows and columns, 1..65535");
         return;
     }
@@ -526,8 +527,7 @@ static void handle_list(struct agent *a, int c, const struct proto_msg *m)
 
 /* A file request: checked here too (the host hears a bad one at once), then to its user's
  * worker; a watch is stopped by the worker that holds it, for the host that started it. */
-static void handle_file(struct agent *a, int c, const struct proto_msg *m, uint8_t *buf,
-                        size_t len)
+static void handle_file(struct agent *a, int c, const struct proto_msg *m, uint8_t *buf, size_t len)
 {
     struct proto_file_request r;
     err_t err;
@@ -741,10 +741,13 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
     proto_socket_tune(ctl);
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         _exit(1);
-    /* No capability, and an allow-list without exec, fork or anything that changes the
-     * sandbox's mounts or namespaces (the agent profile). */
+    /* Of all capabilities only CAP_KILL, in the sandbox's user namespace: a command's signal
+     * reaches the default user's processes too (uid 1000, which init's uid 0 without it may not
+     * signal); nothing outside that namespace is within its reach. And an allow-list without
+     * exec, fork or anything that changes the sandbox's mounts or namespaces (the agent
+     * profile). */
     struct seccomp_program own;
-    if (seccomp_builtin(SECCOMP_PROFILE_AGENT, &own) < 0 || privs_drop_caps() < 0 ||
+    if (seccomp_builtin(SECCOMP_PROFILE_AGENT, &own) < 0 || privs_keep_caps(1ull << CAP_KILL) < 0 ||
         seccomp_install(&own) < 0)
         _exit(1);
     for (;;) {
