@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/auth.h"
 #include "api/connect_rpc.h"
 #include "api/envd_files.h"
+#include "api/json_input.h"
 #include "api/multipart.h"
 #include "api/query.h"
 #include "serve/agent.h"
@@ -717,6 +719,64 @@ void envd_files_rpc_route(struct serve *d, struct sbx *sb, struct http_exchange 
     http_exchange_on_body(x, CONNECT_MAX_REQUEST, &body_callbacks, f);
 }
 
+/* ---------- signed URLs ---------- */
+
+/* What the SDK signs, as its URL carries it (each "" when absent, as envd takes it). */
+struct signed_url {
+    char path[ENVD_PATH_MAX + 1], username[64];
+    char signature[AUTH_SIGNATURE_MAX + 1], expiration[24];
+    const char *operation;
+};
+
+static int signed_url_read(const struct http_request *req, struct signed_url *u, err_t *err)
+{
+    memset(u, 0, sizeof *u);
+    u->operation = strcmp(req->method, "POST") == 0 ? "write" : "read";
+    if (api_query_get(req->query, "path", u->path, sizeof u->path, err) < 0 ||
+        api_query_get(req->query, "username", u->username, sizeof u->username, err) < 0 ||
+        api_query_get(req->query, "signature", u->signature, sizeof u->signature, err) < 0 ||
+        api_query_get(req->query, "signature_expiration", u->expiration, sizeof u->expiration,
+                      err) < 0)
+        return api_input_error(err, EACCES, "invalid signature");
+    return 0;
+}
+
+bool envd_files_signed(const struct http_request *req)
+{
+    char signature[4];
+    err_t err;
+    return strcmp(req->path, "/files") == 0 &&
+           (strcmp(req->method, "GET") == 0 || strcmp(req->method, "POST") == 0) &&
+           api_query_get(req->query, "signature", signature, sizeof signature, &err) != 0;
+}
+
+/* The URL's signature checked against sb's token: 0, or -1 with err in envd's words. */
+static int signature_check(const struct sbx *sb, const struct signed_url *u, err_t *err)
+{
+    if (!u->signature[0])
+        return api_input_error(err, EACCES, "missing signature query parameter");
+    return auth_file_signature_check(u->path, u->operation, u->username, sb->envd_token,
+                                     u->signature, u->expiration, (int64_t)time(NULL), err);
+}
+
+struct sbx *envd_files_signer(struct serve *d, const struct http_request *req)
+{
+    struct signed_url u;
+    err_t err;
+    if (signed_url_read(req, &u, &err) < 0 || !u.signature[0])
+        return NULL;
+    /* One SHA-256 per live sandbox: a signature is its token's, and only that one's. */
+    for (struct sbx *sb = d->sandboxes; sb; sb = sb->next) {
+        if (sb->killing || sb->gone || !sb->envd_token[0])
+            continue;
+        if (signature_check(sb, &u, &err) == 0 || err.errnum == ETIMEDOUT)
+            return sb;
+    }
+    return NULL;
+}
+
+/* ---------- routes ---------- */
+
 void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
                            const struct http_request *req)
 {
@@ -724,6 +784,15 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
     if (!f)
         return;
     err_t err;
+    const char *token = http_request_header(req, "X-Access-Token");
+    if (!token || !token[0]) { /* routes_envd let it in for its signature: check it */
+        struct signed_url u;
+        if (signed_url_read(req, &u, &err) < 0 || signature_check(sb, &u, &err) < 0) {
+            f->responded = true;
+            http_respond_error(x, 401, "%s", err.msg);
+            return;
+        }
+    }
     char path[ENVD_PATH_MAX + 1] = "", username[64] = "";
     if (api_query_get(req->query, "path", path, sizeof path, &err) < 0 ||
         api_query_get(req->query, "username", username, sizeof username, &err) < 0) {
