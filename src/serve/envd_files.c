@@ -9,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/auth.h"
 #include "api/connect_rpc.h"
 #include "api/envd_files.h"
+#include "api/gzip_body.h"
 #include "api/json_input.h"
 #include "api/multipart.h"
 #include "api/query.h"
@@ -41,6 +43,7 @@ struct upload_file {
     size_t n_pending;
     struct proto_file_entry entry; /* strings copied below */
     char name[ENVD_PATH_MAX + 1], abs[ENVD_PATH_MAX + 1];
+    uint64_t written, budget; /* a gzip body's: at most the free disk space at its open */
     struct upload_file *next;
 };
 
@@ -69,6 +72,13 @@ struct fcall {
     bool body_done, paused;
     char error[512];
     int error_status;
+    unsigned discarding; /* a failed upload's files being removed before the answer */
+    /* Content-Encoding: gzip; what a pause left of a piece of the body */
+    struct gzip_decoder *gz;
+    char *gz_backlog;
+    size_t gz_backlog_len;
+    /* a download that Accept-Encoding asked to gzip */
+    struct gzip_encoder *gz_out;
 };
 
 static void fcall_free(struct fcall *f)
@@ -83,6 +93,9 @@ static void fcall_free(struct fcall *f)
     if (f->read_fd >= 0)
         close(f->read_fd);
     multipart_reader_free(f->mp);
+    gzip_decoder_free(f->gz);
+    free(f->gz_backlog);
+    gzip_encoder_free(f->gz_out);
     while (f->files) {
         struct upload_file *next = f->files->next;
         if (f->files->fd >= 0)
@@ -365,6 +378,27 @@ static void rpc_call(struct fcall *f)
 
 /* ---------- download ---------- */
 
+/* Encodes buf[0..len) (finish: and the end) into the answer; 1 when it must wait for a drain. */
+static int download_gzip(struct fcall *f, const char *buf, size_t len, bool finish)
+{
+    static char out[FILES_CHUNK];
+    bool done = false;
+    while (len > 0 || (finish && !done)) {
+        size_t used, made;
+        err_t err;
+        if (gzip_encoder_step(f->gz_out, buf, len, finish, &used, out, sizeof out, &made, &done,
+                              &err) < 0)
+            return -1;
+        buf += used;
+        len -= used;
+        if (made && http_respond_write(f->x, out, made) < 0)
+            return -1;
+        if (!used && !made && !done)
+            return -1; /* no progress: never spin */
+    }
+    return 0;
+}
+
 static void download_more(struct fcall *f)
 {
     static char buf[FILES_CHUNK];
@@ -378,11 +412,18 @@ static void download_more(struct fcall *f)
             break;
         }
         f->left -= (uint64_t)r;
-        if (http_respond_write(f->x, buf, (size_t)r) == 1 && f->left > 0) {
+        int w = f->gz_out ? download_gzip(f, buf, (size_t)r, false)
+                          : http_respond_write(f->x, buf, (size_t)r);
+        if (w < 0) /* the exchange is gone, or zlib failed: the answer is cut */
+            f->left = 0;
+        if ((w == 1 || (f->gz_out && f->x && http_respond_write(f->x, "", 0) == 1)) &&
+            f->left > 0) {
             f->waiting_drain = true;
             return;
         }
     }
+    if (f->x && f->gz_out)
+        download_gzip(f, "", 0, true);
     if (f->x)
         http_respond_end(f->x);
 }
@@ -408,23 +449,57 @@ static void on_read_opened(struct sbx *sb, struct jail_agent_msg *m, const char 
     f->read_fd = m->files.fd;
     m->files.fd = -1;
     f->left = m->files.file.size;
-    static const struct http_header h[] = {{"Content-Type", "application/octet-stream"}};
+    static const struct http_header h[] = {{"Content-Type", "application/octet-stream"},
+                                           {"Vary", "Accept-Encoding"},
+                                           {"Content-Encoding", "gzip"}};
     f->responded = true;
-    if (http_respond_start(f->x, 200, h, 1, (int64_t)f->left) < 0)
+    if (http_respond_start(f->x, 200, h, f->gz_out ? 3 : 2, f->gz_out ? -1 : (int64_t)f->left) < 0)
         return;
     download_more(f);
 }
 
 /* ---------- upload ---------- */
 
+static void upload_answer(struct fcall *f);
+
+static void on_discarded(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    struct fcall *f = user;
+    if (f->discarding > 0 && --f->discarding == 0)
+        upload_answer(f);
+}
+
+/* A failed upload leaves nothing half-written in place: each file it opened is removed (an
+ * overwritten one too, whose old bytes its truncation took), and the answer waits for that. */
+static void upload_discard(struct fcall *f)
+{
+    if (!f->sb || sbx_find(f->d, f->sandbox_id) != f->sb || f->sb->killing)
+        return; /* gone with the sandbox */
+    for (struct upload_file *u = f->files; u; u = u->next) {
+        if (!u->abs[0])
+            continue; /* never opened */
+        struct proto_file_request r = {
+            .type = PROTO_FILE_REMOVE, .path = u->abs, .as_root = f->as_root};
+        err_t err;
+        uint32_t id = agent_next_id(f->sb);
+        if (agent_expect(f->sb, id, on_discarded, f, &err) == 0 &&
+            jail_files_request(&f->sb->jail, id, &r, &err) == 0)
+            f->discarding++;
+        u->abs[0] = '\0';
+    }
+}
+
 static void upload_answer(struct fcall *f)
 {
-    if (!f->body_done || f->responded)
+    if (!f->body_done || f->responded || f->discarding)
         return;
     for (struct upload_file *u = f->files; u; u = u->next)
-        if (!u->ended || u->fd >= 0)
-            return; /* one still open */
+        if (!u->opened || !u->ended || u->fd >= 0)
+            return; /* one still opening, or open */
     if (f->error[0]) {
+        upload_discard(f);
+        if (f->discarding)
+            return;
         f->responded = true;
         http_respond_error(f->x, f->error_status, "%s", f->error);
         return;
@@ -483,6 +558,27 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
+/* Writes to the file's fd; a gzip body's decoded bytes are held to the disk's free space. */
+static int upload_write(struct upload_file *u, const char *data, size_t len)
+{
+    if (u->f->gz && len > u->budget - u->written) {
+        if (!u->f->error[0]) {
+            snprintf(u->f->error, sizeof u->f->error,
+                     "the gzip body decodes to more than the sandbox's free disk space (%llu "
+                     "bytes)",
+                     (unsigned long long)u->budget);
+            u->f->error_status = 400;
+        }
+        return -1;
+    }
+    if (write_all(u->fd, data, len) < 0) {
+        upload_fail(u->f, errno, "writing the file");
+        return -1;
+    }
+    u->written += len;
+    return 0;
+}
+
 static void upload_close(struct upload_file *u)
 {
     if (u->fd >= 0 && close(u->fd) < 0)
@@ -490,15 +586,46 @@ static void upload_close(struct upload_file *u)
     u->fd = -1;
 }
 
+/* The body cannot go on (a gzip error found while it was paused): it is not read further, the
+ * files are closed and the answer says why. */
+static void body_failed(struct fcall *f)
+{
+    for (struct upload_file *u = f->files; u; u = u->next) {
+        u->ended = true;
+        upload_close(u);
+    }
+    f->body_done = true;
+    upload_answer(f);
+}
+
+static int gz_pump(struct fcall *f, const char *in, size_t len);
+
 static void maybe_resume(struct fcall *f)
 {
+    if (f->body_done)
+        return; /* failed meanwhile: answered, or about to be */
     for (struct upload_file *u = f->files; u; u = u->next)
         if (!u->opened && !u->failed)
             return;
-    if (f->paused && f->x) {
-        f->paused = false;
-        http_exchange_resume_body(f->x);
+    if (!f->paused || !f->x)
+        return;
+    f->paused = false;
+    if (f->gz_backlog) { /* what the pause left of a gzip piece, first */
+        char *backlog = f->gz_backlog;
+        f->gz_backlog = NULL;
+        int rc = gz_pump(f, backlog, f->gz_backlog_len);
+        free(backlog);
+        if (rc < 0) {
+            /* resumed first: what follows is refused by on_data (the error is set), and the
+             * connection closed after the answer instead of read as a next request */
+            http_exchange_resume_body(f->x);
+            body_failed(f);
+            return;
+        }
+        if (f->paused)
+            return; /* the next file waits for its fd: so does the body */
     }
+    http_exchange_resume_body(f->x);
 }
 
 static void on_write_opened(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
@@ -517,8 +644,12 @@ static void on_write_opened(struct sbx *sb, struct jail_agent_msg *m, const char
         m->files.fd = -1;
         snprintf(u->abs, sizeof u->abs, "%s", m->files.file.path);
         snprintf(u->name, sizeof u->name, "%s", m->files.file.name);
-        if (u->n_pending && write_all(u->fd, u->pending, u->n_pending) < 0)
-            upload_fail(f, errno, "writing the file");
+        struct statfs fs;
+        u->budget = UINT64_MAX;
+        if (f->gz && fstatfs(u->fd, &fs) == 0)
+            u->budget = (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize;
+        if (u->n_pending && upload_write(u, u->pending, u->n_pending) < 0)
+            u->failed = true;
         free(u->pending);
         u->pending = NULL;
         u->n_pending = 0;
@@ -571,8 +702,13 @@ static int upload_data(struct upload_file *u, const char *data, size_t len)
     struct fcall *f = u->f;
     if (u->failed)
         return 0; /* dropped: the answer says why */
-    if (u->fd >= 0)
-        return write_all(u->fd, data, len) < 0 ? (upload_fail(f, errno, "writing the file"), 0) : 0;
+    if (u->fd >= 0) {
+        if (upload_write(u, data, len) < 0) {
+            u->failed = true;
+            return f->gz ? -1 : 0; /* a bomb stops the body; a plain body's error is answered */
+        }
+        return 0;
+    }
     /* before the fd: kept, and the body paused until it comes */
     char *grown = realloc(u->pending, u->n_pending + len);
     if (!grown) {
@@ -625,12 +761,10 @@ static const struct multipart_callbacks mp_callbacks = {mp_begin, mp_data, mp_en
 
 /* ---------- bodies ---------- */
 
-static int on_data(struct http_exchange *x, const char *data, size_t len, void *user)
+/* A piece of the body as it was sent (decoded, when it came gzipped). */
+static int plain_data(struct fcall *f, const char *data, size_t len)
 {
-    struct fcall *f = user;
     err_t err;
-    if (sbx_find(f->d, f->sandbox_id) != f->sb || f->sb->killing)
-        return -1; /* the sandbox went meanwhile */
     if (f->mp) {
         if (multipart_reader_feed(f->mp, data, len, &err) < 0) {
             upload_fail(f, EINVAL, err.msg);
@@ -652,9 +786,63 @@ static int on_data(struct http_exchange *x, const char *data, size_t len, void *
     return 0;
 }
 
+/* Decodes what it can of in[0..len). A piece that must wait for its file's fd pauses the body
+ * (upload_data): the rest of the input is kept, and decoded when the fd came (maybe_resume), so
+ * at most one decoded piece waits in memory whatever the body's ratio. */
+static int gz_pump(struct fcall *f, const char *in, size_t len)
+{
+    static char out[FILES_CHUNK];
+    size_t made;
+    do {
+        if (f->paused) {
+            char *keep = malloc(len ? len : 1);
+            if (!keep) {
+                upload_fail(f, ENOMEM, "out of memory");
+                return -1;
+            }
+            memcpy(keep, in, len);
+            free(f->gz_backlog);
+            f->gz_backlog = keep;
+            f->gz_backlog_len = len;
+            return 0;
+        }
+        size_t used;
+        err_t err;
+        if (gzip_decoder_step(f->gz, in, len, &used, out, sizeof out, &made, &err) < 0) {
+            upload_fail(f, EINVAL, err.msg);
+            return -1;
+        }
+        in += used;
+        len -= used;
+        if (made && plain_data(f, out, made) < 0)
+            return -1;
+        if (!used && !made)
+            break;
+    } while (len > 0 || made == sizeof out);
+    return 0;
+}
+
+static int on_data(struct http_exchange *x, const char *data, size_t len, void *user)
+{
+    struct fcall *f = user;
+    if (sbx_find(f->d, f->sandbox_id) != f->sb || f->sb->killing) {
+        f->sb = NULL; /* the sandbox went meanwhile: nothing more to ask it */
+        reply_error(f, ENOENT, "the sandbox is gone");
+        return -1;
+    }
+    if (f->body_done)
+        return -1;
+    int rc = f->gz && f->error[0] ? -1 : f->gz ? gz_pump(f, data, len) : plain_data(f, data, len);
+    if (rc < 0 && !f->rpc && (f->mp || f->files))
+        body_failed(f); /* the body is not read on: the answer is now */
+    return rc;
+}
+
 static void on_complete(struct http_exchange *x, void *user)
 {
     struct fcall *f = user;
+    if (f->body_done)
+        return;
     f->sb = sbx_find(f->d, f->sandbox_id);
     if (!f->sb || f->sb->killing || f->sb->state != SANDBOX_RUNNING) {
         reply_error(f, ENOENT, "the sandbox is gone or not running");
@@ -665,7 +853,9 @@ static void on_complete(struct http_exchange *x, void *user)
         return;
     }
     err_t err;
-    if (f->mp && multipart_reader_finish(f->mp, &err) < 0)
+    if (f->gz && gzip_decoder_finish(f->gz, &err) < 0)
+        upload_fail(f, EINVAL, err.msg);
+    if (f->mp && !f->error[0] && multipart_reader_finish(f->mp, &err) < 0)
         upload_fail(f, EINVAL, err.msg);
     if (f->current) { /* a raw upload's one file */
         f->current->ended = true;
@@ -814,6 +1004,11 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
             reply_error(f, EINVAL, path[0] ? err.msg : "a path is needed");
             return;
         }
+        if (gzip_accepted(http_request_header(req, "Accept-Encoding")) &&
+            !(f->gz_out = gzip_encoder_new(&err))) {
+            reply_error(f, ENOMEM, err.msg);
+            return;
+        }
         struct proto_file_request r = {.type = PROTO_FILE_READ, .path = abs, .as_root = f->as_root};
         send_request(f, &r, f, on_read_opened, NULL);
         return;
@@ -823,6 +1018,12 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
         return;
     }
     snprintf(f->destination, sizeof f->destination, "%s", path);
+    /* gzip covers the whole body, multipart or raw, as envd decodes it before it looks */
+    int gz = gzip_content_encoding(http_request_header(req, "Content-Encoding"), &err);
+    if (gz < 0 || (gz == 1 && !(f->gz = gzip_decoder_new(&err)))) {
+        reply_error(f, EINVAL, err.msg);
+        return;
+    }
     const char *type = http_request_header(req, "Content-Type");
     if (type && strncasecmp(type, "multipart/", 10) == 0) {
         char boundary[MULTIPART_BOUNDARY_MAX + 1];
@@ -834,11 +1035,6 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
     } else {
         if (!path[0]) {
             reply_error(f, EINVAL, "a raw upload needs ?path=");
-            return;
-        }
-        const char *encoding = http_request_header(req, "Content-Encoding");
-        if (encoding && strcasecmp(encoding, "identity") != 0) {
-            reply_error(f, EINVAL, "Content-Encoding is not supported yet: send it plain");
             return;
         }
         f->current = upload_open(f, path);

@@ -141,4 +141,73 @@ r=$(curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/json' -d '
     "$U/filesystem.Filesystem/ListDir?signature=$S")
 [ "$(status_of "$r")" -ge 400 ] && ok "a signature opens no RPC ($(status_of "$r"))" || not_ok "a signature opens no RPC"
 
+# --- 3. gzip bodies ---
+head -c 300000 /dev/urandom | base64 >"$WORK/plain"
+gzip -c "$WORK/plain" >"$WORK/plain.gz"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H 'Content-Encoding: gzip' \
+    --data-binary @"$WORK/plain.gz" "$U/files?path=/home/user/gz/raw.txt")
+is "$(status_of "$r")" 200 "a raw upload with Content-Encoding: gzip"
+fenv "$A" "$TA" -o "$WORK/back" "$U/files?path=/home/user/gz/raw.txt" >/dev/null
+cmp -s "$WORK/plain" "$WORK/back" && ok "... is stored decoded" || not_ok "... is stored decoded"
+# multipart, the whole body gzipped (as envd decodes it before it reads the parts)
+python3 - "$WORK" <<'PY'
+import gzip, sys
+w = sys.argv[1]; data = open(w + "/plain", "rb").read()
+b = b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/home/user/gz/one.txt\"\r\n\r\n" + data + \
+    b"\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/home/user/gz/two.txt\"\r\n\r\nsecond\r\n--XyZ--\r\n"
+open(w + "/mp.gz", "wb").write(gzip.compress(b))
+PY
+r=$(fenv "$A" "$TA" -H 'Content-Type: multipart/form-data; boundary=XyZ' -H 'Content-Encoding: gzip' \
+    --data-binary @"$WORK/mp.gz" "$U/files")
+is "$(status_of "$r")/$(jget "$(body_of "$r")" '",".join(e["path"] for e in d)')" "200//home/user/gz/one.txt,/home/user/gz/two.txt" \
+    "a gzipped multipart body with two files"
+fenv "$A" "$TA" -o "$WORK/back" "$U/files?path=/home/user/gz/one.txt" >/dev/null
+is "$(cmp -s "$WORK/plain" "$WORK/back" && echo same)/$(body_of "$(fenv "$A" "$TA" "$U/files?path=/home/user/gz/two.txt")")" "same/second" "... both decoded"
+# downloads: Accept-Encoding gzip gets a gzip body (the SDK's fetch asks for it), identity does not
+h=$(curl -s -D - -o "$WORK/dl.gz" -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -H 'Accept-Encoding: gzip' "$U/files?path=/home/user/gz/raw.txt")
+like "$(tr -d '\r' <<<"$h")" $'\n[Cc]ontent-[Ee]ncoding: gzip' "a download with Accept-Encoding: gzip says Content-Encoding: gzip"
+gzip -dc "$WORK/dl.gz" 2>/dev/null | cmp -s - "$WORK/plain" && ok "... and its body gunzips to the file" || not_ok "... and its body gunzips to the file"
+h=$(curl -s -D - -o "$WORK/dl" -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -H 'Accept-Encoding: gzip;q=0, identity' "$U/files?path=/home/user/gz/raw.txt")
+case $h in *[Cc]ontent-[Ee]ncoding*) not_ok "gzip;q=0: a plain answer" ;; *) cmp -s "$WORK/dl" "$WORK/plain" && ok "gzip;q=0: a plain answer" || not_ok "gzip;q=0: a plain answer" ;; esac
+fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary '' "$U/files?path=/home/user/gz/empty" >/dev/null
+out=$(curl -s -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -H 'Accept-Encoding: gzip' "$U/files?path=/home/user/gz/empty" | gzip -dc | wc -c)
+is "$out" 0 "an empty file gzipped: a valid empty gzip stream"
+# hostile: corrupt, truncated, a bomb, unknown encodings; nothing half-written stays
+head -c 200000 "$WORK/plain.gz" >"$WORK/trunc.gz"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H 'Content-Encoding: gzip' \
+    --data-binary @"$WORK/trunc.gz" "$U/files?path=/home/user/gz/trunc.txt")
+is "$(status_of "$r")/$(jget "$(body_of "$r")" '"truncated" in d["message"]')" "400/True" "a truncated gzip body: 400, says truncated"
+is "$(status_of "$(fenv "$A" "$TA" "$U/files?path=/home/user/gz/trunc.txt")")" 404 "... and nothing half-written is left"
+python3 -c 'import sys; d=open(sys.argv[1],"rb").read(); m=len(d)//2; sys.stdout.buffer.write(d[:m]+bytes([d[m]^0xff])+d[m+1:])' "$WORK/plain.gz" >"$WORK/bad.gz"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H 'Content-Encoding: gzip' \
+    --data-binary @"$WORK/bad.gz" "$U/files?path=/home/user/gz/raw.txt")
+is "$(status_of "$r")" 400 "a corrupt gzip body over an existing file: 400"
+is "$(status_of "$(fenv "$A" "$TA" "$U/files?path=/home/user/gz/raw.txt")")" 404 "... and the half-written file is gone"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H 'Content-Encoding: gzip' \
+    --data-binary 'not gzip at all' "$U/files?path=/home/user/gz/notgz.txt")
+is "$(status_of "$r")/$(status_of "$(fenv "$A" "$TA" "$U/files?path=/home/user/gz/notgz.txt")")" "400/404" "a body that is no gzip: 400, no file"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H 'Content-Encoding: gzip' \
+    --data-binary '' "$U/files?path=/home/user/gz/nogz.txt")
+is "$(status_of "$r")" 400 "an empty gzip body: 400 (no gzip header, as envd's reader says)"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H 'Content-Encoding: br' \
+    --data-binary 'x' "$U/files?path=/home/user/gz/br.txt")
+is "$(status_of "$r")/$(status_of "$(fenv "$A" "$TA" "$U/files?path=/home/user/gz/br.txt")")" "400/404" "Content-Encoding: br: 400, nothing written"
+free=$(sh_in "$A" "$TA" 'df -k --output=avail /home/user | tail -1')
+python3 - "$WORK/bomb.gz" $(( (free + 65536) / 1024 )) <<'PY'
+import sys, zlib
+c = zlib.compressobj(9, zlib.DEFLATED, 31); z = bytes(1 << 20)
+with open(sys.argv[1], "wb") as f:
+    for _ in range(int(sys.argv[2])): f.write(c.compress(z))
+    f.write(c.flush())
+PY
+diag "a bomb of $(stat -c %s "$WORK/bomb.gz") bytes decoding to $(( (free + 65536) / 1024 )) MiB; $free KiB free"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H 'Content-Encoding: gzip' \
+    --data-binary @"$WORK/bomb.gz" "$U/files?path=/home/user/gz/bomb")
+is "$(status_of "$r")/$(jget "$(body_of "$r")" '"free disk space" in d["message"]')" "400/True" "a gzip bomb larger than the sandbox's free disk: 400"
+is "$(status_of "$(fenv "$A" "$TA" "$U/files?path=/home/user/gz/bomb")")" 404 "... and what it wrote is removed"
+after=$(sh_in "$A" "$TA" 'df -k --output=avail /home/user | tail -1')
+[ $((free - after)) -lt 10240 ] && ok "... its space is free again ($free KiB before, $after after)" || not_ok "... its space is free again ($free KiB before, $after after)"
+r=$(fenv "$A" "$TA" "$U/files?path=/home/user/gz/two.txt")
+is "$(body_of "$r")" second "the sandbox's files still answer after all that"
+
 done_testing
