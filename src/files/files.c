@@ -32,6 +32,10 @@ void files_entry_fill(struct files_entry *entry, const struct stat *st)
     entry->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
     if (entry->type != FILES_TYPE_SYMLINK)
         entry->symlink_target[0] = '\0';
+    entry->target[0] = '\0';
+    entry->target_type = FILES_TYPE_OTHER;
+    entry->target_mode = 0;
+    entry->metadata[0] = '\0';
 }
 
 int files_stat(int root_fd, const char *path, bool follow_final_symlink, struct files_entry *out,
@@ -45,6 +49,7 @@ int files_stat(int root_fd, const char *path, bool follow_final_symlink, struct 
             return err_set(err, errno, "stat /");
         strcpy(out->name, "/");
         files_entry_fill(out, &st);
+        files_entry_extras(root_fd, root_fd, NULL, out);
         return 0;
     }
     size_t parent_len;
@@ -72,6 +77,8 @@ int files_stat(int root_fd, const char *path, bool follow_final_symlink, struct 
             return err_set(err, ENAMETOOLONG, "stat " FILES_SHOWN ": readlink", out->path);
         out->symlink_target[n] = '\0';
     }
+    /* fd is the entry's own inode (the link, or what it led to when followed) */
+    files_entry_extras(root_fd, fd, NULL, out);
     return 0;
 }
 

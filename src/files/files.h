@@ -43,11 +43,24 @@ enum files_type {
     FILES_TYPE_OTHER, /* FIFO, socket, device */
 };
 
-/* One file's metadata. The caller provides the storage (about 8.5 KiB): nothing to free. */
+/* User metadata (E2B's X-Metadata-*): the file's user.e2b.KEY extended attributes as
+ * "KEY=VALUE\n" lines, KEY of HTTP token characters, VALUE printable ASCII, at most this many
+ * bytes in all (envd's bound: the sum of the attributes' full names and values, 4096). */
+#define FILES_METADATA_MAX    4096
+#define FILES_METADATA_PREFIX "user.e2b."
+
+/* One file's metadata. The caller provides the storage (about 17 KiB): nothing to free. */
 struct files_entry {
     char path[PATH_MAX];           /* absolute in the sandbox, normalized */
     char name[NAME_MAX + 1];       /* its last component; "/" for the root */
     char symlink_target[PATH_MAX]; /* the link's own text when type is SYMLINK, else "" */
+    /* A symlink's destination as E2B's envd reports it (filepath.EvalSymlinks): the absolute
+     * path in the sandbox after every link on the way (inside the root), and the type and mode
+     * found there; "" when it leads nowhere (dangling, a loop, a magic link). */
+    char target[PATH_MAX];
+    enum files_type target_type;
+    mode_t target_mode;
+    char metadata[FILES_METADATA_MAX + 1]; /* files and directories: "KEY=VALUE\n" lines */
     enum files_type type;
     mode_t mode; /* permission bits, 07777 */
     uint64_t size;
@@ -56,8 +69,19 @@ struct files_entry {
     int64_t mtime_ns; /* modification time, ns since the epoch */
 };
 
-/* Fills the metadata part of entry (all but path and name) from st, e.g. an opened file's fstat. */
+/* Fills the metadata part of entry (all but path and name) from st, e.g. an opened file's fstat;
+ * target and metadata "". */
 void files_entry_fill(struct files_entry *entry, const struct stat *st);
+
+/* Whether text is metadata as above: lines "KEY=VALUE\n", keys unique. 0, or -1 with err
+ * (EINVAL) naming what is wrong. */
+int files_metadata_check(const char *text, err_t *err);
+/* Replaces the user.e2b.* attributes of the open file fd with text's (checked first): the ones
+ * absent from it are removed, so an overwrite without metadata clears it, as envd does.
+ * EOPNOTSUPP from a filesystem without user attributes is not an error: nothing is kept. */
+int files_metadata_write(int fd, const char *text, err_t *err);
+/* Reads the metadata of the open file fd into entry->metadata ("" when none). */
+void files_entry_metadata(int fd, struct files_entry *entry);
 
 /* Metadata of path. With follow_final_symlink, a final symlink is followed (inside the root) and
  * the target's metadata is returned under the link's name; without it, the link itself is. */

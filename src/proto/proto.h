@@ -116,6 +116,10 @@ enum proto_tag {
     PROTO_T_KIND,        /* u32: PROTO_WATCH_* */
     PROTO_T_IS_DIR,      /* u32 0/1 */
     PROTO_T_ACCESS,      /* u32: 0 read, 1 write */
+    PROTO_T_TARGET,      /* string, absolute: where a symlink leads, every link on the way */
+    PROTO_T_TARGET_TYPE, /* u32: PROTO_FILE_TYPE_* found there */
+    PROTO_T_TARGET_MODE, /* u32, 07777 at most */
+    PROTO_T_METADATA,    /* string: "KEY=VALUE\n" lines (src/files/files.h), at most 4096 bytes */
     PROTO_T_END,
 };
 _Static_assert(PROTO_T_END <= 64, "field sets are 64-bit masks");

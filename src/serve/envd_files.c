@@ -44,6 +44,7 @@ struct upload_file {
     struct proto_file_entry entry; /* strings copied below */
     char name[ENVD_PATH_MAX + 1], abs[ENVD_PATH_MAX + 1];
     uint64_t written, budget; /* a gzip body's: at most the free disk space at its open */
+    char metadata[ENVD_METADATA_MAX + 1]; /* what the file kept, as init read it back */
     struct upload_file *next;
 };
 
@@ -73,6 +74,7 @@ struct fcall {
     char error[512];
     int error_status;
     unsigned discarding; /* a failed upload's files being removed before the answer */
+    char metadata[ENVD_METADATA_MAX + 1]; /* X-Metadata-*: every file of the upload gets it */
     /* Content-Encoding: gzip; what a pause left of a piece of the body */
     struct gzip_decoder *gz;
     char *gz_backlog;
@@ -293,7 +295,9 @@ static void on_list_reply(struct sbx *sb, struct jail_agent_msg *m, const char *
         e.path = keep_string(f, e.path);
         e.name = keep_string(f, e.name);
         e.symlink = keep_string(f, e.symlink);
-        if (!e.path || !e.name || !e.symlink) {
+        e.target = keep_string(f, e.target);
+        e.metadata = keep_string(f, e.metadata);
+        if (!e.path || !e.name || !e.symlink || !e.target || !e.metadata) {
             agent_cancel(f->sb, f);
             reply_error(f, ENOMEM, "out of memory");
             return;
@@ -504,34 +508,25 @@ static void upload_answer(struct fcall *f)
         http_respond_error(f->x, f->error_status, "%s", f->error);
         return;
     }
-    size_t total = 3;
-    for (struct upload_file *u = f->files; u; u = u->next)
-        total += strlen(u->abs) + strlen(u->name) + 48;
-    char *json = malloc(total);
+    json_t *list = json_array();
+    for (struct upload_file *u = f->files; list && u; u = u->next) {
+        json_t *o = json_pack("{s:s,s:s,s:s}", "name", u->name, "type", "file", "path", u->abs);
+        json_t *metadata = envd_metadata_object(u->metadata);
+        if (o && metadata)
+            json_object_set_new(o, "metadata", metadata);
+        else
+            json_decref(metadata);
+        if (!o || json_array_append_new(list, o) < 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    char *json = list ? json_dumps(list, JSON_COMPACT) : NULL;
+    json_decref(list);
     if (!json) {
         reply_error(f, ENOMEM, "out of memory");
         return;
     }
-    size_t at = 0;
-    json[at++] = '[';
-    for (struct upload_file *u = f->files; u; u = u->next) {
-        json_t *o = json_pack("{s:s,s:s,s:s}", "name", u->name, "type", "file", "path", u->abs);
-        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        json_decref(o);
-        if (!s || at + strlen(s) + 2 > total) {
-            free(s);
-            free(json);
-            reply_error(f, ENOMEM, "out of memory");
-            return;
-        }
-        if (at > 1)
-            json[at++] = ',';
-        memcpy(json + at, s, strlen(s));
-        at += strlen(s);
-        free(s);
-    }
-    json[at++] = ']';
-    json[at] = '\0';
     reply_json(f, 200, json);
     free(json);
 }
@@ -644,6 +639,7 @@ static void on_write_opened(struct sbx *sb, struct jail_agent_msg *m, const char
         m->files.fd = -1;
         snprintf(u->abs, sizeof u->abs, "%s", m->files.file.path);
         snprintf(u->name, sizeof u->name, "%s", m->files.file.name);
+        snprintf(u->metadata, sizeof u->metadata, "%s", m->files.file.metadata);
         struct statfs fs;
         u->budget = UINT64_MAX;
         if (f->gz && fstatfs(u->fd, &fs) == 0)
@@ -686,7 +682,8 @@ static struct upload_file *upload_open(struct fcall *f, const char *path_in)
                                    .gid = gid,
                                    .has_mode = true,
                                    .mode = FILES_MODE,
-                                   .flags = PROTO_FILE_TRUNCATE | PROTO_FILE_MAKE_PARENTS};
+                                   .flags = PROTO_FILE_TRUNCATE | PROTO_FILE_MAKE_PARENTS,
+                                   .metadata = f->metadata};
     u->request_id = agent_next_id(f->sb);
     if (agent_expect(f->sb, u->request_id, on_write_opened, u, &err) < 0 ||
         jail_files_request(&f->sb->jail, u->request_id, &r, &err) < 0) {
@@ -1018,6 +1015,10 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
         return;
     }
     snprintf(f->destination, sizeof f->destination, "%s", path);
+    if (envd_metadata_from_headers(req->headers, req->n_headers, f->metadata, &err) < 0) {
+        reply_error(f, EINVAL, err.msg);
+        return;
+    }
     /* gzip covers the whole body, multipart or raw, as envd decodes it before it looks */
     int gz = gzip_content_encoding(http_request_header(req, "Content-Encoding"), &err);
     if (gz < 0 || (gz == 1 && !(f->gz = gzip_decoder_new(&err)))) {

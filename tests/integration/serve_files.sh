@@ -210,4 +210,132 @@ after=$(sh_in "$A" "$TA" 'df -k --output=avail /home/user | tail -1')
 r=$(fenv "$A" "$TA" "$U/files?path=/home/user/gz/two.txt")
 is "$(body_of "$r")" second "the sandbox's files still answer after all that"
 
+# --- 2. X-Metadata-* ---
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H 'X-Metadata-Owner: alice' -H 'x-metadata-Stage: draft two' \
+    --data-binary 'meta' "$U/files?path=/home/user/m/a.txt")
+is "$(status_of "$r")/$(jget "$(body_of "$r")" 'sorted(d[0]["metadata"].items())')" "200/[('owner', 'alice'), ('stage', 'draft two')]" \
+    "an upload with X-Metadata-*: its answer has the metadata, keys lowercased as envd"
+# xattrs seen inside the sandbox: python3's os.listxattr (no attr package needed)
+xattrs_in() { sh_in "$A" "$TA" "python3 -c 'import os,sys
+for p in sys.argv[1:]:
+    print(\" \".join(sorted(n+\"=\"+os.getxattr(p,n).decode(errors=\"replace\") for n in os.listxattr(p) if n.startswith(\"user.\"))))' $*" root; }
+is "$(xattrs_in /home/user/m/a.txt)" 'user.e2b.owner=alice user.e2b.stage=draft two' "... kept as user.e2b.* extended attributes on the file"
+r=$(rpc "$A" "$TA" Stat '{"path":"/home/user/m/a.txt"}')
+is "$(jget "$r" 'sorted(d["entry"]["metadata"].items())')" "[('owner', 'alice'), ('stage', 'draft two')]" "Stat returns them"
+r=$(rpc "$A" "$TA" ListDir '{"path":"/home/user/m","depth":1}')
+is "$(jget "$r" 'd["entries"][0]["metadata"]["owner"]')" alice "ListDir returns them"
+r=$(fenv "$A" "$TA" -F 'file=@-;filename=/home/user/m/b.txt' -H 'X-Metadata-k: v' "$U/files" <<<"multi")
+is "$(jget "$(body_of "$r")" 'd[0]["metadata"]')" "{'k': 'v'}" "a multipart upload takes them too"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary 'again' "$U/files?path=/home/user/m/a.txt")
+is "$(jget "$(body_of "$r")" '"metadata" in d[0]')/$(jget "$(rpc "$A" "$TA" Stat '{"path":"/home/user/m/a.txt"}')" '"metadata" in d["entry"]')" \
+    "False/False" "an overwrite without metadata clears it (envd)"
+sh_in "$A" "$TA" "python3 -c 'import os; p=\"/home/user/m/b.txt\"; os.setxattr(p,\"user.e2b.bad\",b\"\\x01x\"); os.setxattr(p,\"user.other\",b\"x\"); os.setxattr(p,\"user.e2b.good\",b\"ok\"); os.setxattr(p,\"user.e2b.a=b\",b\"x\")'" >/dev/null
+is "$(jget "$(rpc "$A" "$TA" Stat '{"path":"/home/user/m/b.txt"}')" 'sorted(d["entry"]["metadata"].items())')" "[('good', 'ok'), ('k', 'v')]" \
+    "attributes set inside the sandbox: a value out of printable ASCII, a key with '=', another namespace: left out"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H $'X-Metadata-k: caf\xc3\xa9' --data-binary x "$U/files?path=/home/user/m/c.txt")
+is "$(status_of "$r")/$(status_of "$(fenv "$A" "$TA" "$U/files?path=/home/user/m/c.txt")")" "400/404" "a value that is not printable ASCII: 400, nothing written"
+big=$(head -c 5000 /dev/zero | tr '\0' v)
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H "X-Metadata-big: $big" --data-binary x "$U/files?path=/home/user/m/c.txt")
+is "$(status_of "$r")" 400 "metadata over 4096 bytes: 400"
+hdrs=(); for i in $(seq 1 90); do hdrs+=(-H "X-Metadata-k$i: vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv"); done
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' "${hdrs[@]}" --data-binary x "$U/files?path=/home/user/m/c.txt")
+is "$(status_of "$r")" 400 "90 small entries, over 4096 bytes as envd counts them: 400"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' -H "X-Metadata-$(head -c 250 /dev/zero | tr '\0' k): v" --data-binary x "$U/files?path=/home/user/m/c.txt")
+is "$(status_of "$r")" 400 "a key longer than an xattr name can be: 400"
+out=$(printf 'POST /files?path=/home/user/m/d.txt HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\nX-Access-Token: %s\r\nContent-Type: application/octet-stream\r\nX-Metadata-a=b/../c: v\r\nContent-Length: 1\r\n\r\nx' "$A" "$TA" |
+    timeout 5 python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.sendall(sys.stdin.buffer.read())
+print(s.recv(200).decode(errors="replace").split("\r\n")[0])' "$PORT")
+like "$out" "^HTTP/1.1 400" "a metadata name with '=' and '/' in it: 400"
+is "$(sh_in "$A" "$TA" 'ls /home/user/m/c.txt /home/user/m/d.txt 2>/dev/null | wc -l')" 0 "... and no refused upload wrote a file"
+
+# --- 5. symlinkTarget ---
+sh_in "$A" "$TA" 'cd /home/user && mkdir -p ln/dir && echo t >ln/target.txt && ln -s target.txt ln/link && ln -s dir ln/dlink &&
+    ln -s missing ln/dangling && ln -s ../../../../../../etc/hostname ln/climb && ln -s /proc/self/root/etc/hostname ln/magic &&
+    ln -s loop ln/loop && ln -s link ln/chain && ln -s '"$HUTCH_STATE_DIR"' ln/host' >/dev/null
+r=$(rpc "$A" "$TA" Stat '{"path":"/home/user/ln/link"}')
+is "$(jget "$r" '(d["entry"]["symlinkTarget"], d["entry"]["type"], d["entry"]["mode"], d["entry"]["permissions"])')" \
+    "('/home/user/ln/target.txt', 'FILE_TYPE_FILE', 420, 'Lrwxrwxrwx')" \
+    "Stat of link -> target.txt: symlinkTarget absolute, the target's type and mode (envd)"
+r=$(rpc "$A" "$TA" ListDir '{"path":"/home/user/ln","depth":1}')
+tgt() { jget "$r" "[ (e['symlinkTarget'], e['type']) for e in d['entries'] if e['name']=='$1'][0]"; }
+is "$(tgt chain)" "('/home/user/ln/target.txt', 'FILE_TYPE_FILE')" "ListDir: a chain of links resolves to its end"
+is "$(tgt dlink)" "('/home/user/ln/dir', 'FILE_TYPE_DIRECTORY')" "ListDir: a link to a directory"
+is "$(tgt dangling)" "('/home/user/ln/dangling', 'FILE_TYPE_UNSPECIFIED')" "a dangling link: its own path, no type (envd's EvalSymlinks fallback)"
+is "$(tgt loop)" "('/home/user/ln/loop', 'FILE_TYPE_UNSPECIFIED')" "a link to itself: the same"
+is "$(tgt climb)" "('/etc/hostname', 'FILE_TYPE_FILE')" "a link that climbs with ..: stops at the sandbox's root"
+is "$(tgt magic)" "('/home/user/ln/magic', 'FILE_TYPE_UNSPECIFIED')" "a link through /proc/self/root: not followed (a magic link)"
+is "$(tgt host)" "('/home/user/ln/host', 'FILE_TYPE_UNSPECIFIED')" "a link to the daemon's own state path: leads nowhere inside"
+case "$r" in *"$HUTCH_STATE_DIR"*) not_ok "no host path appears in the listing" ;; *) ok "no host path appears in the listing" ;; esac
+
+# --- 4. the owner of what is written ---
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary u "$U/files?path=/home/user/own/deep/u.txt")
+is "$(sh_in "$A" "$TA" 'stat -c "%u:%g %a" /home/user/own /home/user/own/deep /home/user/own/deep/u.txt | tr "\n" " "')" "1000:1000 755 1000:1000 755 1000:1000 644 " \
+    "written as user: the file and the parents it made are 1000:1000"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary r "$U/files?path=/home/user/rown/deep/r.txt&username=root")
+is "$(sh_in "$A" "$TA" 'stat -c "%u:%g" /home/user/rown /home/user/rown/deep /home/user/rown/deep/r.txt | tr "\n" " "')" "0:0 0:0 0:0 " \
+    "written as root: the file and its new parents are 0:0"
+r=$(fenv "$A" "$TA" -H 'Authorization: Basic cm9vdDo=' -H 'Content-Type: application/octet-stream' --data-binary r2 "$U/files?path=/tmp/rootfile")
+is "$(status_of "$r")/$(sh_in "$A" "$TA" 'stat -c "%u:%g" /tmp/rootfile')" "200/0:0" "root by Authorization: Basic too"
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary nope "$U/files?path=/home/user/rown/deep/r.txt")
+is "$(status_of "$r")/$(sh_in "$A" "$TA" 'cat /home/user/rown/deep/r.txt')" "403/r" "user may not overwrite root's file in root's directory: 403, it stays"
+jget "$(rpc "$A" "$TA" Stat '{"path":"/home/user/own/deep/u.txt"}')" 'd["entry"]["owner"]+":"+d["entry"]["group"]' | grep -qx user:user &&
+    ok "Stat shows owner and group user" || not_ok "Stat shows owner and group user"
+
+# --- the real SDK (npm e2b) builds its own URLs, headers and bodies ---
+sdk_path=${NODE_PATH:-/work/sdk/node_modules}
+if command -v node >/dev/null && [ -d "$sdk_path/e2b" ]; then
+    out=$(cd "$WORK" && NODE_PATH=$sdk_path E2B_API_KEY=$KEY E2B_API_URL=$U E2B_SANDBOX_URL=$U timeout 120 node - 2>&1 <<'JS'
+const { Sandbox } = require('e2b');
+(async () => {
+  const say = (name, good, got) => console.log((good ? 'PASS ' : 'FAIL ') + name + (good ? '' : ' got: ' + JSON.stringify(got)));
+  const sbx = await Sandbox.create({ timeoutMs: 120000 });
+  try {
+    const w = await sbx.files.write('/home/user/sdk.txt', 'via sdk', { metadata: { Team: 'blue', note: 'x y' } });
+    say('write with metadata returns it', w.metadata && w.metadata.team === 'blue' && w.metadata.note === 'x y', w);
+    const info = await sbx.files.getInfo('/home/user/sdk.txt');
+    say('getInfo: metadata, owner user', info.metadata && info.metadata.team === 'blue' && info.owner === 'user' && info.group === 'user', info);
+    const list = await sbx.files.list('/home/user');
+    const e = list.find((x) => x.name === 'sdk.txt');
+    say('list: metadata', e && e.metadata && e.metadata.note === 'x y', e);
+    let r = await fetch(await sbx.downloadUrl('/home/user/sdk.txt'));
+    say('downloadUrl', r.status === 200 && (await r.text()) === 'via sdk', r.status);
+    r = await fetch(await sbx.downloadUrl('sdk.txt', { useSignatureExpiration: 60 }));
+    say('downloadUrl, relative, expiring in 60 s', r.status === 200 && (await r.text()) === 'via sdk', r.status);
+    r = await fetch(await sbx.downloadUrl('/home/user/sdk.txt', { useSignatureExpiration: -10 }));
+    const body = await r.json().catch(() => ({}));
+    say('downloadUrl already expired: 401', r.status === 401 && /expired/.test(body.message), [r.status, body]);
+    r = await fetch(await sbx.downloadUrl('/root/x', { user: 'root' }));
+    say('downloadUrl as root of a missing file: 404 (signed for root)', r.status === 404, r.status);
+    const fd = new FormData();
+    fd.append('file', new Blob(['uploaded by url']), 'ignored');
+    r = await fetch(await sbx.uploadUrl('/home/user/upurl.txt'), { method: 'POST', body: fd });
+    say('uploadUrl', r.status === 200 && (await sbx.files.read('/home/user/upurl.txt')) === 'uploaded by url', r.status);
+    const big = 'zipped '.repeat(20000);
+    await sbx.files.write('/home/user/gz.txt', big, { gzip: true });
+    say('write with gzip: true', (await sbx.files.read('/home/user/gz.txt')) === big, null);
+    say('read with gzip: true', (await sbx.files.read('/home/user/gz.txt', { gzip: true })) === big, null);
+    await sbx.commands.run('ln -s sdk.txt /home/user/sdklink && ln -s gone /home/user/sdkdangling');
+    const li = await sbx.files.getInfo('/home/user/sdklink');
+    say('symlinkTarget absolute', li.symlinkTarget === '/home/user/sdk.txt' && li.type === 'file', li);
+    const names = (await sbx.files.list('/home/user')).map((x) => x.name);
+    say('a dangling link is dropped from list, as envd\'s unknown type is', names.includes('sdklink') && !names.includes('sdkdangling'), names);
+    const rw = await sbx.files.write('/tmp/rootowned/f.txt', 'r', { user: 'root' });
+    const ri = await sbx.files.getInfo('/tmp/rootowned', { user: 'root' });
+    say('written as root: parent owned by root', ri.owner === 'root' && rw.path === '/tmp/rootowned/f.txt', ri);
+  } finally {
+    await sbx.kill();
+  }
+})().catch((e) => { console.log('FAIL exception ' + e); });
+JS
+)
+    while IFS= read -r line; do
+        case $line in PASS\ *) ok "SDK: ${line#PASS }" ;; FAIL\ *) not_ok "SDK: ${line#FAIL }" ;; *) diag "$line" ;; esac
+    done <<<"$out"
+    grep -q '^PASS' <<<"$out" || not_ok "SDK: the script ran"
+else
+    skip "SDK checks" "node or the e2b package is not installed"
+fi
+
 done_testing
