@@ -115,12 +115,14 @@ enum {
     FILES_EXCLUSIVE = 1 << 2,    /* an existing file is EEXIST */
     FILES_MAKE_PARENTS = 1 << 3, /* missing parents made (mkdir -p), FILES_PARENT_MODE, uid:gid */
     FILES_NO_REPLACE = 1 << 4,   /* files_move only: an existing destination is EEXIST */
+    FILES_OWN = 1 << 5, /* files_open_write: an existing file is given to uid:gid too, as E2B's
+                           upload does; where the caller may not chown (EPERM), it keeps its own */
 };
 
 /* Opens path for writing (O_WRONLY | O_CLOEXEC). A new file gets mode (07777; the umask does not
- * apply) and uid:gid; an existing one keeps its mode and owner. Refused: a final symlink (ELOOP;
- * never written through), a directory (EISDIR), anything else that is not a regular file
- * (EINVAL), pseudo-filesystems (EPERM), a lease (EWOULDBLOCK). */
+ * apply) and uid:gid; an existing one keeps its mode, and its owner unless FILES_OWN. Refused: a
+ * final symlink (ELOOP; never written through), a directory (EISDIR), anything else that is not a
+ * regular file (EINVAL), pseudo-filesystems (EPERM), a lease (EWOULDBLOCK). */
 int files_open_write(int root_fd, const char *path, mode_t mode, uid_t uid, gid_t gid,
                      unsigned flags, err_t *err);
 

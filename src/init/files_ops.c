@@ -182,6 +182,8 @@ static unsigned files_flags(uint32_t proto_flags)
         f |= FILES_MAKE_PARENTS;
     if (proto_flags & PROTO_FILE_NO_REPLACE)
         f |= FILES_NO_REPLACE;
+    if (proto_flags & PROTO_FILE_OWN)
+        f |= FILES_OWN;
     return f;
 }
 

@@ -38,7 +38,7 @@ static uint32_t request_flags(enum proto_type type)
 {
     if (type == PROTO_FILE_WRITE)
         return PROTO_FILE_TRUNCATE | PROTO_FILE_APPEND | PROTO_FILE_EXCLUSIVE |
-               PROTO_FILE_MAKE_PARENTS;
+               PROTO_FILE_MAKE_PARENTS | PROTO_FILE_OWN;
     if (type == PROTO_FILE_MOVE)
         return PROTO_FILE_MAKE_PARENTS | PROTO_FILE_NO_REPLACE;
     return 0;

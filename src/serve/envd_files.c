@@ -682,7 +682,8 @@ static struct upload_file *upload_open(struct fcall *f, const char *path_in)
                                    .gid = gid,
                                    .has_mode = true,
                                    .mode = FILES_MODE,
-                                   .flags = PROTO_FILE_TRUNCATE | PROTO_FILE_MAKE_PARENTS,
+                                   .flags = PROTO_FILE_TRUNCATE | PROTO_FILE_MAKE_PARENTS |
+                                            PROTO_FILE_OWN,
                                    .metadata = f->metadata};
     u->request_id = agent_next_id(f->sb);
     if (agent_expect(f->sb, u->request_id, on_write_opened, u, &err) < 0 ||

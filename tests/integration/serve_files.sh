@@ -96,7 +96,7 @@ is "$(status_of "$r")" 401 "the signature of one path on another: 401"
 r=$(curl -s -w '\n%{http_code}' --get --data-urlencode path=/home/user/s.txt --data-urlencode username=root \
     --data-urlencode "signature=$S" "$U/files")
 is "$(status_of "$r")" 401 "... for another user: 401"
-r=$(curl -s -w '\n%{http_code}' -X POST -F "file=@/etc/hostname" "$U/files?path=/home/user/s.txt&signature=$S")
+r=$(curl -s -w '\n%{http_code}' -X POST -F "file=@/etc/hostname" "$U/files?path=/home/user/s.txt&signature=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$S")")
 is "$(status_of "$r")" 401 "a read signature used for an upload: 401"
 r=$(curl -s -w '\n%{http_code}' --get --data-urlencode path=/home/user/s.txt --data-urlencode "signature=v1_AAAA" "$U/files")
 is "$(status_of "$r")/$(jget "$(body_of "$r")" 'd["code"]')" "401/401" "a made-up signature: 401 in E2B's error shape"
@@ -124,7 +124,9 @@ r=$(curl -s -w '\n%{http_code}' --get --data-urlencode path=/home/user/s.txt --d
     --data-urlencode "signature_expiration=1e9" "$U/files")
 is "$(status_of "$r")" 401 "an expiration that is no integer: 401"
 SW=$(sig up.txt write user "$TB")
-r=$(curl -s -w '\n%{http_code}' -F "file=@-;filename=x" "$U/files?path=up.txt&username=user&signature=$SW" <<<"uploaded")
+# (a signature is base64: its '+' and '/' must be escaped in a URL, as URLSearchParams does)
+enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
+r=$(curl -s -w '\n%{http_code}' -F "file=@-;filename=x" "$U/files?path=up.txt&username=user&signature=$(enc "$SW")" <<<"uploaded")
 is "$(status_of "$r")/$(jget "$(body_of "$r")" 'd[0]["path"]')" "200//home/user/up.txt" "a signed upload URL (relative path, username=user) writes into its sandbox (B)"
 r=$(fenv "$B" "$TB" "$U/files?path=/home/user/up.txt")
 is "$(body_of "$r")" uploaded "... and the file is B's"
@@ -280,7 +282,15 @@ r=$(fenv "$A" "$TA" -H 'Authorization: Basic cm9vdDo=' -H 'Content-Type: applica
 is "$(status_of "$r")/$(sh_in "$A" "$TA" 'stat -c "%u:%g" /tmp/rootfile')" "200/0:0" "root by Authorization: Basic too"
 r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary nope "$U/files?path=/home/user/rown/deep/r.txt")
 is "$(status_of "$r")/$(sh_in "$A" "$TA" 'cat /home/user/rown/deep/r.txt')" "403/r" "user may not overwrite root's file in root's directory: 403, it stays"
-jget "$(rpc "$A" "$TA" Stat '{"path":"/home/user/own/deep/u.txt"}')" 'd["entry"]["owner"]+":"+d["entry"]["group"]' | grep -qx user:user &&
+fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary byroot "$U/files?path=/home/user/own/deep/u.txt&username=root" >/dev/null
+is "$(sh_in "$A" "$TA" 'stat -c "%u:%g %a" /home/user/own/deep/u.txt; cat /home/user/own/deep/u.txt')" "$(printf '0:0 644\nbyroot')" \
+    "root overwriting the user's file makes it root's, as envd's upload does (mode kept)"
+sh_in "$A" "$TA" 'echo shared >/tmp/shared && chmod 666 /tmp/shared' root >/dev/null
+r=$(fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary byuser "$U/files?path=/tmp/shared")
+is "$(status_of "$r")/$(sh_in "$A" "$TA" 'stat -c "%u:%g"  /tmp/shared; cat /tmp/shared' | tr '\n' ' ')" "200/0:0 byuser" \
+    "the user overwriting root's world-writable file: written, root's still (the user may not give files away)"
+fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary u2 "$U/files?path=/home/user/own/deep/u2.txt" >/dev/null
+jget "$(rpc "$A" "$TA" Stat '{"path":"/home/user/own/deep/u2.txt"}')" 'd["entry"]["owner"]+":"+d["entry"]["group"]' | grep -qx user:user &&
     ok "Stat shows owner and group user" || not_ok "Stat shows owner and group user"
 
 # --- the real SDK (npm e2b) builds its own URLs, headers and bodies ---
