@@ -822,14 +822,28 @@ static void test_hostile(void)
     }
     ok(bad == 0 && canary_intact(), "stat (both ways) of %d hostile paths: never the canary",
        n_hostile);
+    /* A target is a path in the root: never the root's own host path (the prefix is taken off),
+     * and a link to the canary's host path leads to the decoy at that path inside. */
+    char root_host[PATH_MAX];
+    snprintf(root_host, sizeof root_host, "%s", R("/"));
     bad = 0;
-    for (int i = 0; i < n_hostile; i++)
-        if (files_stat(root_fd, hostile[i], false, e, &err) == 0 && e->target[0] &&
-            (strstr(e->target, canary_dir) || e->target[0] != '/')) {
-            printf("#   stat %s: target %s\n", hostile[i], e->target);
+    int targets = 0;
+    const char *links[] = {"/evil_abs",     "/evil_rel",  "/chain",    "/evil_dir",
+                           "/evil_dir_rel", "/chain_dir", "/evil_root"};
+    for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+        if (files_stat(root_fd, links[i], false, e, &err) < 0 || !e->target[0])
+            continue;
+        targets++;
+        if (strncmp(e->target, root_host, strlen(root_host)) == 0 || e->target[0] != '/') {
+            printf("#   stat %s: target %s\n", links[i], e->target);
             bad++;
         }
-    ok(bad == 0, "no hostile link's target names the canary's host path");
+    }
+    ok(bad == 0 && targets == 7, "hostile links' targets: %d, none with the root's host path",
+       targets);
+    ok(files_stat(root_fd, "/chain", false, e, &err) == 0 && strcmp(e->target, canary) == 0 &&
+           files_stat(root_fd, "/evil_root", false, e, &err) == 0 && strcmp(e->target, "/") == 0,
+       "a chain to the canary's host path: the decoy at that path inside; a link to /: /");
 
     bad = 0;
     const char *dirs[] = {"/evil_dir",       "/evil_dir_rel",  "/chain_dir",  "/evil_root",
