@@ -1,6 +1,6 @@
 # hutch build. `make` builds build/hutch; `make test` builds the sanitizer variant and runs the suite.
 CC      ?= cc
-PKGS    := libseccomp jansson sqlite3 libsodium libuv
+PKGS    := libseccomp jansson sqlite3 libsodium libuv zlib
 CFLAGS_BASE := -std=gnu17 -O2 -g -D_GNU_SOURCE -Isrc \
 	-Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 -Wstrict-prototypes \
 	-Wno-unused-parameter $(shell pkg-config --cflags $(PKGS))

@@ -11,6 +11,7 @@ packages=(
     libsodium-dev    # API keys kept as hashes; random tokens
     libuv1-dev       # the daemon's event loop, sockets and timers (src/http/)
     libhttp-parser-dev # HTTP/1.1 request parsing (src/http/)
+    zlib1g-dev       # gzip bodies of envd's /files, both ways (src/api/gzip_body.c)
     # (all, and glibc, are linked statically into build/hutch: libc6-dev has libc.a)
     nftables         # `hutch doctor` checks it; egress rules for sandboxes will use it
     # what sandboxes run, and what the tests drive

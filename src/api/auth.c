@@ -71,17 +71,18 @@ int auth_file_signature_check(const char *path, const char *operation, const cha
         errno = 0;
         long long v = strtoll(expiration, &end, 10);
         if (errno || end == expiration || *end || v <= 0)
-            return api_input_error(err, EACCES, "signature_expiration is not a time");
+            return api_input_error(err, EACCES,
+                                   "invalid signature: signature_expiration is not a time");
         exp = v;
     }
     char want[AUTH_SIGNATURE_MAX + 1];
     if (!token || !token[0] ||
         auth_file_signature(path, operation, user, token, exp, want, sizeof want) < 0 ||
         !auth_token_equal(signature, want))
-        return api_input_error(err, EACCES, "signature mismatch");
+        return api_input_error(err, EACCES, "invalid signature");
     /* Checked after the signature: an expiry that was not signed tells nothing. */
     if (exp && exp < now_s)
-        return api_input_error(err, EACCES, "signature expired");
+        return api_input_error(err, ETIMEDOUT, "signature is already expired");
     return 0;
 }
 

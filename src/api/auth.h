@@ -23,8 +23,9 @@ bool auth_token_equal(const char *presented, const char *expected);
 int auth_file_signature(const char *path, const char *operation, const char *user,
                         const char *token, int64_t expiration, char *out, size_t size);
 /* Checks a file URL's signature (and its expiration, when given, against now_s): 0, or -1 with
- * err (EACCES: "signature mismatch" / "signature expired"). operation "read" for a download,
- * "write" for an upload. */
+ * err in envd's words: EACCES "invalid signature", or ETIMEDOUT "signature is already expired"
+ * (the signature matched: the URL is this token's). operation "read" for a download, "write"
+ * for an upload. */
 int auth_file_signature_check(const char *path, const char *operation, const char *user,
                               const char *token, const char *signature, const char *expiration,
                               int64_t now_s, err_t *err);

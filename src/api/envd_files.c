@@ -1,10 +1,12 @@
 #include "api/envd_files.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "api/json_input.h"
@@ -176,6 +178,71 @@ static json_t *name_string(const char *s)
     return v;
 }
 
+json_t *envd_metadata_object(const char *lines)
+{
+    if (!lines || !lines[0])
+        return NULL;
+    json_t *o = json_object();
+    for (const char *line = lines; o && *line;) {
+        const char *nl = strchr(line, '\n'), *eq = strchr(line, '=');
+        if (!nl || !eq || eq > nl)
+            break; /* init checked them: never */
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - line), line);
+        json_object_set_new(o, key, json_stringn(eq + 1, (size_t)(nl - eq - 1)));
+        line = nl + 1;
+    }
+    if (o && json_object_size(o) == 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int envd_metadata_from_headers(const struct http_header *headers, size_t n,
+                               char out[ENVD_METADATA_MAX + 1], err_t *err)
+{
+    static const char prefix[] = "X-Metadata-";
+    size_t len = 0, total = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const char *name = headers[i].name, *value = headers[i].value;
+        if (strncasecmp(name, prefix, sizeof prefix - 1) != 0 || !name[sizeof prefix - 1])
+            continue;
+        char key[256];
+        const char *k = name + sizeof prefix - 1;
+        size_t klen = strlen(k);
+        if (klen > 255 - 9)
+            return api_input_error(err, EINVAL, "invalid metadata: a key longer than %d bytes",
+                                   255 - 9);
+        for (size_t j = 0; j <= klen; j++)
+            key[j] = (char)tolower((unsigned char)k[j]);
+        bool seen = false; /* a repeated header (any case): its first value, as Go's Get */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcasecmp(headers[j].name, name) == 0;
+        if (seen)
+            continue;
+        for (size_t j = 0; j < klen; j++)
+            if (!isalnum((unsigned char)key[j]) && !strchr("!#$%&'*+-.^_`|~", key[j]))
+                return api_input_error(err, EINVAL,
+                                       "invalid metadata: key %.64s has a character that is not "
+                                       "an HTTP token's",
+                                       key);
+        for (const char *v = value; *v; v++)
+            if ((unsigned char)*v < 0x20 || (unsigned char)*v > 0x7e)
+                return api_input_error(err, EINVAL,
+                                       "invalid metadata: the value for key %.64s is not "
+                                       "printable ASCII",
+                                       key);
+        total += 9 + klen + strlen(value);
+        if (total > ENVD_METADATA_MAX)
+            return api_input_error(err, EINVAL, "invalid metadata: more than %d bytes in all",
+                                   ENVD_METADATA_MAX);
+        len += (size_t)snprintf(out + len, ENVD_METADATA_MAX + 1 - len, "%s=%s\n", key, value);
+    }
+    return 0;
+}
+
 static json_t *entry_object(const struct proto_file_entry *e)
 {
     char perms[16], owner[16], group[16], mtime[48], size[24];
@@ -184,13 +251,20 @@ static json_t *entry_object(const struct proto_file_entry *e)
     envd_owner_name(e->gid, group);
     timestamp(e->mtime_ns, mtime);
     snprintf(size, sizeof size, "%llu", (unsigned long long)e->size);
-    json_t *o =
-        json_pack("{s:o, s:s, s:o, s:s, s:i, s:s, s:s, s:s, s:s}", "name", name_string(e->name),
-                  "type", file_type_name(e->type), "path", name_string(e->path), "size", size,
-                  "mode", (int)(e->mode & 0777), "permissions", perms, "owner", owner, "group",
-                  group, "modifiedTime", mtime);
-    if (o && e->type == PROTO_FILE_TYPE_SYMLINK)
-        json_object_set_new(o, "symlinkTarget", name_string(e->symlink));
+    /* envd's for a symlink: the type and mode of where it leads (none when nowhere) */
+    bool link = e->type == PROTO_FILE_TYPE_SYMLINK, leads = link && e->target && e->target[0];
+    uint32_t type = !link ? e->type : leads ? e->target_type : PROTO_FILE_TYPE_OTHER;
+    uint32_t mode = !link ? e->mode : leads ? e->target_mode : 0;
+    json_t *o = json_pack(
+        "{s:o, s:s, s:o, s:s, s:i, s:s, s:s, s:s, s:s}", "name", name_string(e->name), "type",
+        file_type_name(type == PROTO_FILE_TYPE_SYMLINK ? PROTO_FILE_TYPE_OTHER : type), "path",
+        name_string(e->path), "size", size, "mode", (int)(mode & 0777), "permissions", perms,
+        "owner", owner, "group", group, "modifiedTime", mtime);
+    if (o && link)
+        json_object_set_new(o, "symlinkTarget", name_string(leads ? e->target : e->path));
+    json_t *metadata = envd_metadata_object(e->metadata);
+    if (o && metadata)
+        json_object_set_new(o, "metadata", metadata);
     return o;
 }
 

@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
+#include "http/http.h"
 #include "proto/proto_files.h"
 #include "util/err.h"
 
@@ -46,9 +49,22 @@ void envd_permissions(uint32_t type, uint32_t mode, char out[16]);
 void envd_owner_name(uint32_t id, char out[16]);
 
 /* EntryInfo as JSON (a new jansson object as text, malloc'd): name, type, path, size, mode,
- * permissions, owner, group, modifiedTime, symlinkTarget when a symlink; entries of another
- * type (a FIFO, a device) have FILE_TYPE_UNSPECIFIED, which the SDK drops from lists. */
+ * permissions, owner, group, modifiedTime, metadata when the file has some; entries of another
+ * type (a FIFO, a device) have FILE_TYPE_UNSPECIFIED, which the SDK drops from lists. A symlink
+ * is what envd makes of it: the type and mode of what it leads to, symlinkTarget that place's
+ * absolute path; one that leads nowhere is UNSPECIFIED with its own path as symlinkTarget. */
 char *envd_entry_json(const struct proto_file_entry *e);
+/* The metadata object of an entry's "KEY=VALUE\n" lines; NULL when there are none. */
+json_t *envd_metadata_object(const char *lines);
+
+/* An upload's X-Metadata-KEY headers as metadata lines into out (ENVD_METADATA_MAX + 1 bytes),
+ * as envd takes them: KEY lowercased, the first of a repeated header, an empty KEY skipped; a
+ * KEY or value out of printable ASCII, or more than ENVD_METADATA_MAX bytes in all (each entry
+ * counted as "user.e2b." + KEY + value), is -1 with err (EINVAL). */
+#define ENVD_METADATA_MAX 4096
+int envd_metadata_from_headers(const struct http_header *headers, size_t n,
+                               char out[ENVD_METADATA_MAX + 1], err_t *err);
+
 /* {"entry": EntryInfo} (Stat, MakeDir, Move). */
 char *envd_entry_reply(const struct proto_file_entry *e);
 /* {"entries": [EntryInfo...]} (ListDir). */

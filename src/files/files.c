@@ -32,6 +32,10 @@ void files_entry_fill(struct files_entry *entry, const struct stat *st)
     entry->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
     if (entry->type != FILES_TYPE_SYMLINK)
         entry->symlink_target[0] = '\0';
+    entry->target[0] = '\0';
+    entry->target_type = FILES_TYPE_OTHER;
+    entry->target_mode = 0;
+    entry->metadata[0] = '\0';
 }
 
 int files_stat(int root_fd, const char *path, bool follow_final_symlink, struct files_entry *out,
@@ -45,6 +49,7 @@ int files_stat(int root_fd, const char *path, bool follow_final_symlink, struct 
             return err_set(err, errno, "stat /");
         strcpy(out->name, "/");
         files_entry_fill(out, &st);
+        files_entry_extras(root_fd, root_fd, NULL, out);
         return 0;
     }
     size_t parent_len;
@@ -72,6 +77,8 @@ int files_stat(int root_fd, const char *path, bool follow_final_symlink, struct 
             return err_set(err, ENAMETOOLONG, "stat " FILES_SHOWN ": readlink", out->path);
         out->symlink_target[n] = '\0';
     }
+    /* fd is the entry's own inode (the link, or what it led to when followed) */
+    files_entry_extras(root_fd, fd, NULL, out);
     return 0;
 }
 
@@ -127,7 +134,8 @@ int files_open_write(int root_fd, const char *path, mode_t mode, uid_t uid, gid_
     char norm[PATH_MAX];
     if (files_path_take("write", path, norm, err) < 0)
         return -1;
-    if (flags & ~(unsigned)(FILES_TRUNCATE | FILES_APPEND | FILES_EXCLUSIVE | FILES_MAKE_PARENTS))
+    if (flags & ~(unsigned)(FILES_TRUNCATE | FILES_APPEND | FILES_EXCLUSIVE | FILES_MAKE_PARENTS |
+                            FILES_OWN))
         return err_set(err, EINVAL, "write " FILES_SHOWN ": unknown flags 0x%x", norm, flags);
     if (mode & ~(mode_t)07777)
         return err_set(err, EINVAL, "write " FILES_SHOWN ": mode 0%o", norm, (unsigned)mode);
@@ -159,7 +167,15 @@ int files_open_write(int root_fd, const char *path, mode_t mode, uid_t uid, gid_
             return -1;
         int oflags = O_WRONLY | (flags & FILES_TRUNCATE ? O_TRUNC : 0) |
                      (flags & FILES_APPEND ? O_APPEND : 0);
-        return files_reopen("write", norm, fd, &st, oflags, err);
+        cleanup_fd int file = files_reopen("write", norm, fd, &st, oflags, err);
+        if (file < 0)
+            return -1;
+        /* on the opened file: the inode that was checked, whatever its name is now */
+        if ((flags & FILES_OWN) && (uid != (uid_t)-1 || gid != (gid_t)-1) &&
+            (st.st_uid != uid || st.st_gid != gid) && fchown(file, uid, gid) < 0 && errno != EPERM)
+            return err_set(err, errno, "write " FILES_SHOWN ": give it to %d:%d", norm, (int)uid,
+                           (int)gid);
+        return steal_fd(&file);
     }
     return err_set(err, EAGAIN, "write " FILES_SHOWN ": the name keeps changing", norm);
 }

@@ -43,11 +43,24 @@ enum files_type {
     FILES_TYPE_OTHER, /* FIFO, socket, device */
 };
 
-/* One file's metadata. The caller provides the storage (about 8.5 KiB): nothing to free. */
+/* User metadata (E2B's X-Metadata-*): the file's user.e2b.KEY extended attributes as
+ * "KEY=VALUE\n" lines, KEY of HTTP token characters, VALUE printable ASCII, at most this many
+ * bytes in all (envd's bound: the sum of the attributes' full names and values, 4096). */
+#define FILES_METADATA_MAX    4096
+#define FILES_METADATA_PREFIX "user.e2b."
+
+/* One file's metadata. The caller provides the storage (about 17 KiB): nothing to free. */
 struct files_entry {
     char path[PATH_MAX];           /* absolute in the sandbox, normalized */
     char name[NAME_MAX + 1];       /* its last component; "/" for the root */
     char symlink_target[PATH_MAX]; /* the link's own text when type is SYMLINK, else "" */
+    /* A symlink's destination as E2B's envd reports it (filepath.EvalSymlinks): the absolute
+     * path in the sandbox after every link on the way (inside the root), and the type and mode
+     * found there; "" when it leads nowhere (dangling, a loop, a magic link). */
+    char target[PATH_MAX];
+    enum files_type target_type;
+    mode_t target_mode;
+    char metadata[FILES_METADATA_MAX + 1]; /* files and directories: "KEY=VALUE\n" lines */
     enum files_type type;
     mode_t mode; /* permission bits, 07777 */
     uint64_t size;
@@ -56,8 +69,19 @@ struct files_entry {
     int64_t mtime_ns; /* modification time, ns since the epoch */
 };
 
-/* Fills the metadata part of entry (all but path and name) from st, e.g. an opened file's fstat. */
+/* Fills the metadata part of entry (all but path and name) from st, e.g. an opened file's fstat;
+ * target and metadata "". */
 void files_entry_fill(struct files_entry *entry, const struct stat *st);
+
+/* Whether text is metadata as above: lines "KEY=VALUE\n", keys unique. 0, or -1 with err
+ * (EINVAL) naming what is wrong. */
+int files_metadata_check(const char *text, err_t *err);
+/* Replaces the user.e2b.* attributes of the open file fd with text's (checked first): the ones
+ * absent from it are removed, so an overwrite without metadata clears it, as envd does.
+ * EOPNOTSUPP from a filesystem without user attributes is not an error: nothing is kept. */
+int files_metadata_write(int fd, const char *text, err_t *err);
+/* Reads the metadata of the open file fd into entry->metadata ("" when none). */
+void files_entry_metadata(int fd, struct files_entry *entry);
 
 /* Metadata of path. With follow_final_symlink, a final symlink is followed (inside the root) and
  * the target's metadata is returned under the link's name; without it, the link itself is. */
@@ -91,12 +115,14 @@ enum {
     FILES_EXCLUSIVE = 1 << 2,    /* an existing file is EEXIST */
     FILES_MAKE_PARENTS = 1 << 3, /* missing parents made (mkdir -p), FILES_PARENT_MODE, uid:gid */
     FILES_NO_REPLACE = 1 << 4,   /* files_move only: an existing destination is EEXIST */
+    FILES_OWN = 1 << 5, /* files_open_write: an existing file is given to uid:gid too, as E2B's
+                           upload does; where the caller may not chown (EPERM), it keeps its own */
 };
 
 /* Opens path for writing (O_WRONLY | O_CLOEXEC). A new file gets mode (07777; the umask does not
- * apply) and uid:gid; an existing one keeps its mode and owner. Refused: a final symlink (ELOOP;
- * never written through), a directory (EISDIR), anything else that is not a regular file
- * (EINVAL), pseudo-filesystems (EPERM), a lease (EWOULDBLOCK). */
+ * apply) and uid:gid; an existing one keeps its mode, and its owner unless FILES_OWN. Refused: a
+ * final symlink (ELOOP; never written through), a directory (EISDIR), anything else that is not a
+ * regular file (EINVAL), pseudo-filesystems (EPERM), a lease (EWOULDBLOCK). */
 int files_open_write(int root_fd, const char *path, mode_t mode, uid_t uid, gid_t gid,
                      unsigned flags, err_t *err);
 

@@ -62,6 +62,12 @@ int files_reopen(const char *op, const char *norm, int fd, const struct stat *st
  * that no other mount sits on the way. */
 int files_proc_fd_dir(const char *op, err_t *err);
 
+/* Fills e's target (a symlink's: resolved from root_fd, inside it) and metadata (a file's or a
+ * directory's user.e2b.* attributes), each "" when there is none or it cannot be read. The entry
+ * is (fd, leaf): a directory fd and one name in it; or fd alone (leaf NULL), an fd of the entry
+ * itself. e's path and type are set. */
+void files_entry_extras(int root_fd, int fd, const char *leaf, struct files_entry *e);
+
 /* The names in a directory (without "." and ".."), sorted bytewise, with their d_type. */
 struct files_name {
     size_t offset;      /* into files_names.text */
@@ -91,4 +97,3 @@ static inline const char *files_path_rel(const char *path, size_t base_len, size
         return ".";
     return path + base_len + (base_len == 1 ? 0 : 1);
 }
-

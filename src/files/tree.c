@@ -97,6 +97,7 @@ static void names_cleanup(struct files_names *names)
 #define cleanup_names __attribute__((cleanup(names_cleanup)))
 
 struct list_walk {
+    int root_fd;
     int start_fd;
     unsigned depth;
     files_list_fn fn;
@@ -155,6 +156,7 @@ static int list_dir(struct list_walk *w, size_t len, unsigned level, err_t *err)
                 n = 0;
             e->symlink_target[n] = '\0';
         }
+        files_entry_extras(w->root_fd, fd, name, e);
         if (w->fn(e, level, w->arg, err) < 0)
             return -1;
         names.items[i].mark = S_ISDIR(st.st_mode) && level < w->depth;
@@ -186,6 +188,7 @@ int files_list(int root_fd, const char *path, unsigned depth, files_list_fn fn, 
     if (depth == 0)
         return err_set(err, EINVAL, "list " FILES_SHOWN ": depth 0", w->dir);
     w->base_len = strlen(w->dir);
+    w->root_fd = root_fd;
     w->depth = depth;
     w->fn = fn;
     w->arg = arg;

@@ -14,8 +14,9 @@
 #include "proto/proto_files.h"
 #include "util/cleanup.h"
 
-/* The largest FILE field: a path and a symlink's text of PATH_MAX each, a name, the numbers. */
-#define FILE_FIELD_MAX (2 * (PATH_MAX + 8) + NAME_MAX + 9 + 8 * 16 + 8)
+/* The largest FILE field: a path, a symlink's text and its target of PATH_MAX each, a name,
+ * metadata, the numbers. */
+#define FILE_FIELD_MAX (3 * (PATH_MAX + 8) + NAME_MAX + 9 + FILES_METADATA_MAX + 9 + 11 * 16 + 8)
 /* The largest EVENT field. */
 #define EVENT_FIELD_MAX (PATH_MAX + 8 + 2 * 12 + 8)
 /* E2B's modes for what it makes: files 0666 and directories 0777, less its umask 022. */
@@ -63,7 +64,11 @@ static void entry_to_proto(const struct files_entry *e, unsigned level, struct p
                                    .gid = (uint32_t)e->gid,
                                    .level = level,
                                    .size = e->size,
-                                   .mtime_ns = e->mtime_ns};
+                                   .mtime_ns = e->mtime_ns,
+                                   .target = e->target,
+                                   .target_type = (uint32_t)e->target_type,
+                                   .target_mode = (uint32_t)e->target_mode,
+                                   .metadata = e->metadata};
 }
 
 static void do_stat(struct files_worker *w, uint32_t id, const struct proto_file_request *r,
@@ -153,6 +158,8 @@ static void reply_opened(struct files_worker *w, uint32_t id, const char *path, 
         at--;
     snprintf(e->name, sizeof e->name, "%s", e->path[at] ? e->path + at : "/");
     files_entry_fill(e, &st);
+    if (write) /* what the upload kept, read back from the file as envd answers it */
+        files_entry_metadata(fd, e);
     struct proto_file_entry p;
     entry_to_proto(e, 0, &p);
     struct proto_writer wr;
@@ -175,6 +182,8 @@ static unsigned files_flags(uint32_t proto_flags)
         f |= FILES_MAKE_PARENTS;
     if (proto_flags & PROTO_FILE_NO_REPLACE)
         f |= FILES_NO_REPLACE;
+    if (proto_flags & PROTO_FILE_OWN)
+        f |= FILES_OWN;
     return f;
 }
 
@@ -294,7 +303,7 @@ static void perform(struct files_worker *w, uint32_t id, const struct proto_file
         cleanup_fd int fd = write ? files_open_write(w->root_fd, r->path, mode, uid, gid,
                                                      files_flags(r->flags), err)
                                   : files_open_read(w->root_fd, r->path, err);
-        if (fd < 0) {
+        if (fd < 0 || (write && r->metadata && files_metadata_write(fd, r->metadata, err) < 0)) {
             rc = -1;
             break;
         }

@@ -357,7 +357,8 @@ static int build_agent(scmp_filter_ctx ctx, err_t *err)
  * the sandbox's tree and on the worker's own /proc/self/fd, inotify, its socket to init, memory
  * for malloc. Not even a signal to anyone, nor a change of its identity (setfsuid and the rest
  * are absent: the user's worker stays the user). renameat: glibc's renameat2() with no flags.
- * sysinfo: glibc's qsort asks how much memory there is before it sorts a large directory. */
+ * sysinfo: glibc's qsort asks how much memory there is before it sorts a large directory.
+ * The xattr calls: metadata (user.e2b.*), read through /proc/self/fd, written on the file's fd. */
 static int build_files(scmp_filter_ctx ctx, err_t *err)
 {
     /* clang-format off */
@@ -368,6 +369,9 @@ static int build_files(scmp_filter_ctx ctx, err_t *err)
         SYSCALL_ENTRY(mkdirat),       SYSCALL_ENTRY(unlinkat),        SYSCALL_ENTRY(renameat2),
         SYSCALL_ENTRY(renameat),
         SYSCALL_ENTRY(fchown),        SYSCALL_ENTRY(fchmod),          SYSCALL_ENTRY(fcntl),
+        SYSCALL_ENTRY(flistxattr),    SYSCALL_ENTRY(fsetxattr),       SYSCALL_ENTRY(fremovexattr),
+        SYSCALL_ENTRY(listxattr),     SYSCALL_ENTRY(llistxattr),      SYSCALL_ENTRY(getxattr),
+        SYSCALL_ENTRY(lgetxattr),
         SYSCALL_ENTRY(read),          SYSCALL_ENTRY(write),           SYSCALL_ENTRY(inotify_init1),
         SYSCALL_ENTRY(inotify_add_watch), SYSCALL_ENTRY(inotify_rm_watch),
         SYSCALL_ENTRY(poll),          SYSCALL_ENTRY(ppoll),           SYSCALL_ENTRY(recvmsg),

@@ -126,17 +126,22 @@ enum proto_tag {
     PROTO_T_KIND,        /* u32: PROTO_WATCH_* */
     PROTO_T_IS_DIR,      /* u32 0/1 */
     PROTO_T_ACCESS,      /* u32: 0 read, 1 write */
+    PROTO_T_TARGET,      /* string, absolute: where a symlink leads, every link on the way */
+    PROTO_T_TARGET_TYPE, /* u32: PROTO_FILE_TYPE_* found there */
+    PROTO_T_TARGET_MODE, /* u32, 07777 at most */
+    PROTO_T_METADATA,    /* string: "KEY=VALUE\n" lines (src/files/files.h), at most 4096 bytes */
     PROTO_T_END,
 };
 _Static_assert(PROTO_T_END <= 64, "field sets are 64-bit masks");
 
-/* FLAGS: FILE_WRITE takes the first four, FILE_MOVE MAKE_PARENTS and NO_REPLACE. */
+/* FLAGS: FILE_WRITE takes the first four and OWN, FILE_MOVE MAKE_PARENTS and NO_REPLACE. */
 enum {
     PROTO_FILE_TRUNCATE = 1u << 0,
     PROTO_FILE_APPEND = 1u << 1,
     PROTO_FILE_EXCLUSIVE = 1u << 2,
     PROTO_FILE_MAKE_PARENTS = 1u << 3,
     PROTO_FILE_NO_REPLACE = 1u << 4,
+    PROTO_FILE_OWN = 1u << 5, /* an existing file is given to UID:GID too (envd's upload) */
 };
 enum { PROTO_FILE_TYPE_FILE, PROTO_FILE_TYPE_DIR, PROTO_FILE_TYPE_SYMLINK, PROTO_FILE_TYPE_OTHER,
        PROTO_FILE_TYPE_END };

@@ -20,7 +20,7 @@ static uint64_t request_fields(enum proto_type type)
     case PROTO_FILE_REMOVE:
         return common;
     case PROTO_FILE_WRITE:
-        return common | owner | BIT(PROTO_T_FLAGS);
+        return common | owner | BIT(PROTO_T_FLAGS) | BIT(PROTO_T_METADATA);
     case PROTO_FILE_MKDIR:
         return common | owner;
     case PROTO_FILE_MOVE:
@@ -38,7 +38,7 @@ static uint32_t request_flags(enum proto_type type)
 {
     if (type == PROTO_FILE_WRITE)
         return PROTO_FILE_TRUNCATE | PROTO_FILE_APPEND | PROTO_FILE_EXCLUSIVE |
-               PROTO_FILE_MAKE_PARENTS;
+               PROTO_FILE_MAKE_PARENTS | PROTO_FILE_OWN;
     if (type == PROTO_FILE_MOVE)
         return PROTO_FILE_MAKE_PARENTS | PROTO_FILE_NO_REPLACE;
     return 0;
@@ -79,6 +79,8 @@ size_t proto_encode_file_request(void *buf, size_t cap, uint32_t request_id,
         proto_put_u32(w, PROTO_T_RECURSIVE, r->recursive ? 1 : 0);
     if (fields & BIT(PROTO_T_WATCH_ID))
         proto_put_u32(w, PROTO_T_WATCH_ID, r->watch_id);
+    if ((fields & BIT(PROTO_T_METADATA)) && r->metadata)
+        proto_put_str(w, PROTO_T_METADATA, r->metadata);
     return proto_finish(w);
 }
 
@@ -88,6 +90,23 @@ static int field_bool(const struct proto_field *f, bool *out, err_t *err)
     if (proto_field_u32_max(f, 1, &v, err) < 0)
         return -1;
     *out = v;
+    return 0;
+}
+
+/* Metadata lines: KEY=VALUE, each line ended by '\n', printable ASCII only (the worker checks
+ * the keys' characters and the bound again, src/files). */
+static int field_metadata(const struct proto_field *f, const char **out, err_t *err)
+{
+    if (proto_field_str(f, PROTO_MAX_STRING, out, err) < 0)
+        return -1;
+    const char *s = *out;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != '\n' && ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e))
+            return err_set(err, EBADMSG, "protocol: metadata with byte 0x%02x",
+                           (unsigned char)s[i]);
+    if (n && s[n - 1] != '\n')
+        return err_set(err, EBADMSG, "protocol: metadata not ended by a newline");
     return 0;
 }
 
@@ -160,6 +179,8 @@ static int request_field(const struct proto_field *f, void *arg, err_t *err)
         if (proto_field_u32(f, &r->watch_id, err) < 0)
             return -1;
         return r->watch_id ? 0 : err_set(err, EINVAL, "protocol: watch id 0");
+    case PROTO_T_METADATA:
+        return field_metadata(f, &r->metadata, err);
     default:
         return err_set(err, EBADMSG, "protocol: field %u", f->tag);
     }
@@ -211,6 +232,13 @@ void proto_put_file(struct proto_writer *w, const struct proto_file_entry *e)
         proto_put_str(w, PROTO_T_SYMLINK, e->symlink);
     if (e->level)
         proto_put_u32(w, PROTO_T_LEVEL, e->level);
+    if (e->target && e->target[0]) {
+        proto_put_str(w, PROTO_T_TARGET, e->target);
+        proto_put_u32(w, PROTO_T_TARGET_TYPE, e->target_type);
+        proto_put_u32(w, PROTO_T_TARGET_MODE, e->target_mode);
+    }
+    if (e->metadata && e->metadata[0])
+        proto_put_str(w, PROTO_T_METADATA, e->metadata);
     proto_end_nested(w, start);
 }
 
@@ -248,6 +276,14 @@ static int file_field(const struct proto_field *f, void *arg, err_t *err)
         if (proto_field_u32_max(f, PROTO_MAX_DEPTH, &e->level, err) < 0)
             return -1;
         return e->level ? 0 : err_set(err, EBADMSG, "protocol: level 0");
+    case PROTO_T_TARGET:
+        return field_path(f, &e->target, err);
+    case PROTO_T_TARGET_TYPE:
+        return proto_field_u32_max(f, PROTO_FILE_TYPE_END - 1, &e->target_type, err);
+    case PROTO_T_TARGET_MODE:
+        return proto_field_u32_max(f, 07777, &e->target_mode, err);
+    case PROTO_T_METADATA:
+        return field_metadata(f, &e->metadata, err);
     default:
         return err_set(err, EBADMSG, "protocol: field %u", f->tag);
     }
@@ -256,11 +292,13 @@ static int file_field(const struct proto_field *f, void *arg, err_t *err)
 int proto_decode_file(const uint8_t *body, size_t len, struct proto_file_entry *out, err_t *err)
 {
     memset(out, 0, sizeof *out);
-    out->symlink = "";
+    out->symlink = out->target = out->metadata = "";
     const uint64_t required = BIT(PROTO_T_PATH) | BIT(PROTO_T_NAME) | BIT(PROTO_T_FILE_TYPE);
+    const uint64_t target =
+        BIT(PROTO_T_TARGET) | BIT(PROTO_T_TARGET_TYPE) | BIT(PROTO_T_TARGET_MODE);
     const uint64_t allowed = required | BIT(PROTO_T_MODE) | BIT(PROTO_T_UID) | BIT(PROTO_T_GID) |
                              BIT(PROTO_T_SIZE) | BIT(PROTO_T_MTIME) | BIT(PROTO_T_SYMLINK) |
-                             BIT(PROTO_T_LEVEL);
+                             BIT(PROTO_T_LEVEL) | target | BIT(PROTO_T_METADATA);
     uint64_t seen;
     if (walk_fields(body, len, allowed, 0, "a file", file_field, out, &seen, err) < 0)
         return -1;
@@ -268,6 +306,10 @@ int proto_decode_file(const uint8_t *body, size_t len, struct proto_file_entry *
         return err_set(err, EBADMSG, "protocol: a file without its path, name or type");
     if (out->symlink[0] && out->type != PROTO_FILE_TYPE_SYMLINK)
         return err_set(err, EBADMSG, "protocol: a symlink's text on a file of type %u", out->type);
+    if ((seen & target) && ((seen & target) != target || out->type != PROTO_FILE_TYPE_SYMLINK))
+        return err_set(err, EBADMSG, "protocol: a target, its type and mode, on symlinks only");
+    if (out->metadata[0] && out->type != PROTO_FILE_TYPE_FILE && out->type != PROTO_FILE_TYPE_DIR)
+        return err_set(err, EBADMSG, "protocol: metadata on a file of type %u", out->type);
     return 0;
 }
 

@@ -15,11 +15,12 @@ struct proto_file_request {
     uint32_t uid, gid;
     bool has_mode; /* MODE came: the mode of what is made */
     uint32_t mode;
-    uint32_t flags;    /* PROTO_FILE_*: FILE_WRITE and FILE_MOVE, each its own set */
-    uint32_t depth;    /* FILE_LIST: 1..PROTO_MAX_DEPTH (absent: 1) */
-    bool follow;       /* FILE_STAT: a final symlink is followed */
-    bool recursive;    /* WATCH_START */
-    uint32_t watch_id; /* WATCH_STOP: not 0 */
+    uint32_t flags;       /* PROTO_FILE_*: FILE_WRITE and FILE_MOVE, each its own set */
+    uint32_t depth;       /* FILE_LIST: 1..PROTO_MAX_DEPTH (absent: 1) */
+    bool follow;          /* FILE_STAT: a final symlink is followed */
+    bool recursive;       /* WATCH_START */
+    uint32_t watch_id;    /* WATCH_STOP: not 0 */
+    const char *metadata; /* FILE_WRITE: the file's metadata replaced by these lines; NULL: kept */
 };
 
 /* Whether type is one of the requests above. */
@@ -42,6 +43,10 @@ struct proto_file_entry {
     uint32_t level;      /* in a list: 1 for the directory's own entries; else 0 */
     uint64_t size;
     int64_t mtime_ns;
+    const char *target;   /* a symlink's destination (absolute), "" when it leads nowhere */
+    uint32_t target_type; /* with a target: what is there */
+    uint32_t target_mode;
+    const char *metadata; /* "KEY=VALUE\n" lines, "" when none */
 };
 void proto_put_file(struct proto_writer *w, const struct proto_file_entry *e);
 /* The nested fields of a FILE field. */

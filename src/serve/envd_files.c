@@ -9,11 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/auth.h"
 #include "api/connect_rpc.h"
 #include "api/envd_files.h"
+#include "api/gzip_body.h"
+#include "api/json_input.h"
 #include "api/multipart.h"
 #include "api/query.h"
 #include "serve/agent.h"
@@ -39,6 +43,8 @@ struct upload_file {
     size_t n_pending;
     struct proto_file_entry entry; /* strings copied below */
     char name[ENVD_PATH_MAX + 1], abs[ENVD_PATH_MAX + 1];
+    uint64_t written, budget; /* a gzip body's: at most the free disk space at its open */
+    char metadata[ENVD_METADATA_MAX + 1]; /* what the file kept, as init read it back */
     struct upload_file *next;
 };
 
@@ -67,6 +73,14 @@ struct fcall {
     bool body_done, paused;
     char error[512];
     int error_status;
+    unsigned discarding; /* a failed upload's files being removed before the answer */
+    char metadata[ENVD_METADATA_MAX + 1]; /* X-Metadata-*: every file of the upload gets it */
+    /* Content-Encoding: gzip; what a pause left of a piece of the body */
+    struct gzip_decoder *gz;
+    char *gz_backlog;
+    size_t gz_backlog_len;
+    /* a download that Accept-Encoding asked to gzip */
+    struct gzip_encoder *gz_out;
 };
 
 static void fcall_free(struct fcall *f)
@@ -81,6 +95,9 @@ static void fcall_free(struct fcall *f)
     if (f->read_fd >= 0)
         close(f->read_fd);
     multipart_reader_free(f->mp);
+    gzip_decoder_free(f->gz);
+    free(f->gz_backlog);
+    gzip_encoder_free(f->gz_out);
     while (f->files) {
         struct upload_file *next = f->files->next;
         if (f->files->fd >= 0)
@@ -278,7 +295,9 @@ static void on_list_reply(struct sbx *sb, struct jail_agent_msg *m, const char *
         e.path = keep_string(f, e.path);
         e.name = keep_string(f, e.name);
         e.symlink = keep_string(f, e.symlink);
-        if (!e.path || !e.name || !e.symlink) {
+        e.target = keep_string(f, e.target);
+        e.metadata = keep_string(f, e.metadata);
+        if (!e.path || !e.name || !e.symlink || !e.target || !e.metadata) {
             agent_cancel(f->sb, f);
             reply_error(f, ENOMEM, "out of memory");
             return;
@@ -363,6 +382,27 @@ static void rpc_call(struct fcall *f)
 
 /* ---------- download ---------- */
 
+/* Encodes buf[0..len) (finish: and the end) into the answer; 1 when it must wait for a drain. */
+static int download_gzip(struct fcall *f, const char *buf, size_t len, bool finish)
+{
+    static char out[FILES_CHUNK];
+    bool done = false;
+    while (len > 0 || (finish && !done)) {
+        size_t used, made;
+        err_t err;
+        if (gzip_encoder_step(f->gz_out, buf, len, finish, &used, out, sizeof out, &made, &done,
+                              &err) < 0)
+            return -1;
+        buf += used;
+        len -= used;
+        if (made && http_respond_write(f->x, out, made) < 0)
+            return -1;
+        if (!used && !made && !done)
+            return -1; /* no progress: never spin */
+    }
+    return 0;
+}
+
 static void download_more(struct fcall *f)
 {
     static char buf[FILES_CHUNK];
@@ -376,11 +416,18 @@ static void download_more(struct fcall *f)
             break;
         }
         f->left -= (uint64_t)r;
-        if (http_respond_write(f->x, buf, (size_t)r) == 1 && f->left > 0) {
+        int w = f->gz_out ? download_gzip(f, buf, (size_t)r, false)
+                          : http_respond_write(f->x, buf, (size_t)r);
+        if (w < 0) /* the exchange is gone, or zlib failed: the answer is cut */
+            f->left = 0;
+        if ((w == 1 || (f->gz_out && f->x && http_respond_write(f->x, "", 0) == 1)) &&
+            f->left > 0) {
             f->waiting_drain = true;
             return;
         }
     }
+    if (f->x && f->gz_out)
+        download_gzip(f, "", 0, true);
     if (f->x)
         http_respond_end(f->x);
 }
@@ -406,55 +453,80 @@ static void on_read_opened(struct sbx *sb, struct jail_agent_msg *m, const char 
     f->read_fd = m->files.fd;
     m->files.fd = -1;
     f->left = m->files.file.size;
-    static const struct http_header h[] = {{"Content-Type", "application/octet-stream"}};
+    static const struct http_header h[] = {{"Content-Type", "application/octet-stream"},
+                                           {"Vary", "Accept-Encoding"},
+                                           {"Content-Encoding", "gzip"}};
     f->responded = true;
-    if (http_respond_start(f->x, 200, h, 1, (int64_t)f->left) < 0)
+    if (http_respond_start(f->x, 200, h, f->gz_out ? 3 : 2, f->gz_out ? -1 : (int64_t)f->left) < 0)
         return;
     download_more(f);
 }
 
 /* ---------- upload ---------- */
 
+static void upload_answer(struct fcall *f);
+
+static void on_discarded(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    struct fcall *f = user;
+    if (f->discarding > 0 && --f->discarding == 0)
+        upload_answer(f);
+}
+
+/* A failed upload leaves nothing half-written in place: each file it opened is removed (an
+ * overwritten one too, whose old bytes its truncation took), and the answer waits for that. */
+static void upload_discard(struct fcall *f)
+{
+    if (!f->sb || sbx_find(f->d, f->sandbox_id) != f->sb || f->sb->killing)
+        return; /* gone with the sandbox */
+    for (struct upload_file *u = f->files; u; u = u->next) {
+        if (!u->abs[0])
+            continue; /* never opened */
+        struct proto_file_request r = {
+            .type = PROTO_FILE_REMOVE, .path = u->abs, .as_root = f->as_root};
+        err_t err;
+        uint32_t id = agent_next_id(f->sb);
+        if (agent_expect(f->sb, id, on_discarded, f, &err) == 0 &&
+            jail_files_request(&f->sb->jail, id, &r, &err) == 0)
+            f->discarding++;
+        u->abs[0] = '\0';
+    }
+}
+
 static void upload_answer(struct fcall *f)
 {
-    if (!f->body_done || f->responded)
+    if (!f->body_done || f->responded || f->discarding)
         return;
     for (struct upload_file *u = f->files; u; u = u->next)
-        if (!u->ended || u->fd >= 0)
-            return; /* one still open */
+        if (!u->opened || !u->ended || u->fd >= 0)
+            return; /* one still opening, or open */
     if (f->error[0]) {
+        upload_discard(f);
+        if (f->discarding)
+            return;
         f->responded = true;
         http_respond_error(f->x, f->error_status, "%s", f->error);
         return;
     }
-    size_t total = 3;
-    for (struct upload_file *u = f->files; u; u = u->next)
-        total += strlen(u->abs) + strlen(u->name) + 48;
-    char *json = malloc(total);
+    json_t *list = json_array();
+    for (struct upload_file *u = f->files; list && u; u = u->next) {
+        json_t *o = json_pack("{s:s,s:s,s:s}", "name", u->name, "type", "file", "path", u->abs);
+        json_t *metadata = envd_metadata_object(u->metadata);
+        if (o && metadata)
+            json_object_set_new(o, "metadata", metadata);
+        else
+            json_decref(metadata);
+        if (!o || json_array_append_new(list, o) < 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    char *json = list ? json_dumps(list, JSON_COMPACT) : NULL;
+    json_decref(list);
     if (!json) {
         reply_error(f, ENOMEM, "out of memory");
         return;
     }
-    size_t at = 0;
-    json[at++] = '[';
-    for (struct upload_file *u = f->files; u; u = u->next) {
-        json_t *o = json_pack("{s:s,s:s,s:s}", "name", u->name, "type", "file", "path", u->abs);
-        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        json_decref(o);
-        if (!s || at + strlen(s) + 2 > total) {
-            free(s);
-            free(json);
-            reply_error(f, ENOMEM, "out of memory");
-            return;
-        }
-        if (at > 1)
-            json[at++] = ',';
-        memcpy(json + at, s, strlen(s));
-        at += strlen(s);
-        free(s);
-    }
-    json[at++] = ']';
-    json[at] = '\0';
     reply_json(f, 200, json);
     free(json);
 }
@@ -481,6 +553,27 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
+/* Writes to the file's fd; a gzip body's decoded bytes are held to the disk's free space. */
+static int upload_write(struct upload_file *u, const char *data, size_t len)
+{
+    if (u->f->gz && len > u->budget - u->written) {
+        if (!u->f->error[0]) {
+            snprintf(u->f->error, sizeof u->f->error,
+                     "the gzip body decodes to more than the sandbox's free disk space (%llu "
+                     "bytes)",
+                     (unsigned long long)u->budget);
+            u->f->error_status = 400;
+        }
+        return -1;
+    }
+    if (write_all(u->fd, data, len) < 0) {
+        upload_fail(u->f, errno, "writing the file");
+        return -1;
+    }
+    u->written += len;
+    return 0;
+}
+
 static void upload_close(struct upload_file *u)
 {
     if (u->fd >= 0 && close(u->fd) < 0)
@@ -488,15 +581,46 @@ static void upload_close(struct upload_file *u)
     u->fd = -1;
 }
 
+/* The body cannot go on (a gzip error found while it was paused): it is not read further, the
+ * files are closed and the answer says why. */
+static void body_failed(struct fcall *f)
+{
+    for (struct upload_file *u = f->files; u; u = u->next) {
+        u->ended = true;
+        upload_close(u);
+    }
+    f->body_done = true;
+    upload_answer(f);
+}
+
+static int gz_pump(struct fcall *f, const char *in, size_t len);
+
 static void maybe_resume(struct fcall *f)
 {
+    if (f->body_done)
+        return; /* failed meanwhile: answered, or about to be */
     for (struct upload_file *u = f->files; u; u = u->next)
         if (!u->opened && !u->failed)
             return;
-    if (f->paused && f->x) {
-        f->paused = false;
-        http_exchange_resume_body(f->x);
+    if (!f->paused || !f->x)
+        return;
+    f->paused = false;
+    if (f->gz_backlog) { /* what the pause left of a gzip piece, first */
+        char *backlog = f->gz_backlog;
+        f->gz_backlog = NULL;
+        int rc = gz_pump(f, backlog, f->gz_backlog_len);
+        free(backlog);
+        if (rc < 0) {
+            /* resumed first: what follows is refused by on_data (the error is set), and the
+             * connection closed after the answer instead of read as a next request */
+            http_exchange_resume_body(f->x);
+            body_failed(f);
+            return;
+        }
+        if (f->paused)
+            return; /* the next file waits for its fd: so does the body */
     }
+    http_exchange_resume_body(f->x);
 }
 
 static void on_write_opened(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
@@ -515,8 +639,13 @@ static void on_write_opened(struct sbx *sb, struct jail_agent_msg *m, const char
         m->files.fd = -1;
         snprintf(u->abs, sizeof u->abs, "%s", m->files.file.path);
         snprintf(u->name, sizeof u->name, "%s", m->files.file.name);
-        if (u->n_pending && write_all(u->fd, u->pending, u->n_pending) < 0)
-            upload_fail(f, errno, "writing the file");
+        snprintf(u->metadata, sizeof u->metadata, "%s", m->files.file.metadata);
+        struct statfs fs;
+        u->budget = UINT64_MAX;
+        if (f->gz && fstatfs(u->fd, &fs) == 0)
+            u->budget = (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize;
+        if (u->n_pending && upload_write(u, u->pending, u->n_pending) < 0)
+            u->failed = true;
         free(u->pending);
         u->pending = NULL;
         u->n_pending = 0;
@@ -553,7 +682,9 @@ static struct upload_file *upload_open(struct fcall *f, const char *path_in)
                                    .gid = gid,
                                    .has_mode = true,
                                    .mode = FILES_MODE,
-                                   .flags = PROTO_FILE_TRUNCATE | PROTO_FILE_MAKE_PARENTS};
+                                   .flags = PROTO_FILE_TRUNCATE | PROTO_FILE_MAKE_PARENTS |
+                                            PROTO_FILE_OWN,
+                                   .metadata = f->metadata};
     u->request_id = agent_next_id(f->sb);
     if (agent_expect(f->sb, u->request_id, on_write_opened, u, &err) < 0 ||
         jail_files_request(&f->sb->jail, u->request_id, &r, &err) < 0) {
@@ -569,8 +700,13 @@ static int upload_data(struct upload_file *u, const char *data, size_t len)
     struct fcall *f = u->f;
     if (u->failed)
         return 0; /* dropped: the answer says why */
-    if (u->fd >= 0)
-        return write_all(u->fd, data, len) < 0 ? (upload_fail(f, errno, "writing the file"), 0) : 0;
+    if (u->fd >= 0) {
+        if (upload_write(u, data, len) < 0) {
+            u->failed = true;
+            return f->gz ? -1 : 0; /* a bomb stops the body; a plain body's error is answered */
+        }
+        return 0;
+    }
     /* before the fd: kept, and the body paused until it comes */
     char *grown = realloc(u->pending, u->n_pending + len);
     if (!grown) {
@@ -623,31 +759,19 @@ static const struct multipart_callbacks mp_callbacks = {mp_begin, mp_data, mp_en
 
 /* ---------- bodies ---------- */
 
-/* The body is not read on: the answer goes now (the http layer closes the connection after it),
- * with what failed. Files still opening are cancelled when the exchange ends (fcall_free). */
-static int stop_body(struct fcall *f, int errnum, const char *message)
+/* A piece of the body as it was sent (decoded, when it came gzipped). */
+static int plain_data(struct fcall *f, const char *data, size_t len)
 {
-    upload_fail(f, errnum, message);
-    if (f->x && !f->responded) {
-        f->responded = true;
-        http_respond_error(f->x, f->error_status, "%s", f->error);
-    }
-    return -1;
-}
-
-static int on_data(struct http_exchange *x, const char *data, size_t len, void *user)
-{
-    struct fcall *f = user;
     err_t err;
-    if (sbx_find(f->d, f->sandbox_id) != f->sb || f->sb->killing)
-        return stop_body(f, ENOENT, "the sandbox is gone or not running");
     if (f->mp) {
-        if (multipart_reader_feed(f->mp, data, len, &err) < 0)
-            return stop_body(f, err.errnum ? err.errnum : EINVAL, err.msg);
+        if (multipart_reader_feed(f->mp, data, len, &err) < 0) {
+            upload_fail(f, err.errnum ? err.errnum : EINVAL, err.msg);
+            return -1;
+        }
         return 0;
     }
     if (f->current) /* a raw upload */
-        return upload_data(f->current, data, len) < 0 ? stop_body(f, ENOMEM, "out of memory") : 0;
+        return upload_data(f->current, data, len);
     if (f->len + len > CONNECT_MAX_REQUEST) {
         reply_error(f, E2BIG, "the request is larger than envd takes");
         return -1;
@@ -664,9 +788,63 @@ static int on_data(struct http_exchange *x, const char *data, size_t len, void *
     return 0;
 }
 
+/* Decodes what it can of in[0..len). A piece that must wait for its file's fd pauses the body
+ * (upload_data): the rest of the input is kept, and decoded when the fd came (maybe_resume), so
+ * at most one decoded piece waits in memory whatever the body's ratio. */
+static int gz_pump(struct fcall *f, const char *in, size_t len)
+{
+    static char out[FILES_CHUNK];
+    size_t made;
+    do {
+        if (f->paused) {
+            char *keep = malloc(len ? len : 1);
+            if (!keep) {
+                upload_fail(f, ENOMEM, "out of memory");
+                return -1;
+            }
+            memcpy(keep, in, len);
+            free(f->gz_backlog);
+            f->gz_backlog = keep;
+            f->gz_backlog_len = len;
+            return 0;
+        }
+        size_t used;
+        err_t err;
+        if (gzip_decoder_step(f->gz, in, len, &used, out, sizeof out, &made, &err) < 0) {
+            upload_fail(f, EINVAL, err.msg);
+            return -1;
+        }
+        in += used;
+        len -= used;
+        if (made && plain_data(f, out, made) < 0)
+            return -1;
+        if (!used && !made)
+            break;
+    } while (len > 0 || made == sizeof out);
+    return 0;
+}
+
+static int on_data(struct http_exchange *x, const char *data, size_t len, void *user)
+{
+    struct fcall *f = user;
+    if (sbx_find(f->d, f->sandbox_id) != f->sb || f->sb->killing) {
+        f->sb = NULL; /* the sandbox went meanwhile: nothing more to ask it */
+        reply_error(f, ENOENT, "the sandbox is gone");
+        return -1;
+    }
+    if (f->body_done)
+        return -1;
+    int rc = f->gz && f->error[0] ? -1 : f->gz ? gz_pump(f, data, len) : plain_data(f, data, len);
+    if (rc < 0 && !f->rpc && (f->mp || f->files))
+        body_failed(f); /* the body is not read on: the answer is now */
+    return rc;
+}
+
 static void on_complete(struct http_exchange *x, void *user)
 {
     struct fcall *f = user;
+    if (f->body_done)
+        return;
     f->sb = sbx_find(f->d, f->sandbox_id);
     if (!f->sb || f->sb->killing || f->sb->state != SANDBOX_RUNNING) {
         reply_error(f, ENOENT, "the sandbox is gone or not running");
@@ -677,7 +855,9 @@ static void on_complete(struct http_exchange *x, void *user)
         return;
     }
     err_t err;
-    if (f->mp && multipart_reader_finish(f->mp, &err) < 0)
+    if (f->gz && gzip_decoder_finish(f->gz, &err) < 0)
+        upload_fail(f, EINVAL, err.msg);
+    if (f->mp && !f->error[0] && multipart_reader_finish(f->mp, &err) < 0)
         upload_fail(f, EINVAL, err.msg);
     if (f->current) { /* a raw upload's one file */
         f->current->ended = true;
@@ -731,6 +911,64 @@ void envd_files_rpc_route(struct serve *d, struct sbx *sb, struct http_exchange 
     http_exchange_on_body(x, CONNECT_MAX_REQUEST, &body_callbacks, f);
 }
 
+/* ---------- signed URLs ---------- */
+
+/* What the SDK signs, as its URL carries it (each "" when absent, as envd takes it). */
+struct signed_url {
+    char path[ENVD_PATH_MAX + 1], username[64];
+    char signature[AUTH_SIGNATURE_MAX + 1], expiration[24];
+    const char *operation;
+};
+
+static int signed_url_read(const struct http_request *req, struct signed_url *u, err_t *err)
+{
+    memset(u, 0, sizeof *u);
+    u->operation = strcmp(req->method, "POST") == 0 ? "write" : "read";
+    if (api_query_get(req->query, "path", u->path, sizeof u->path, err) < 0 ||
+        api_query_get(req->query, "username", u->username, sizeof u->username, err) < 0 ||
+        api_query_get(req->query, "signature", u->signature, sizeof u->signature, err) < 0 ||
+        api_query_get(req->query, "signature_expiration", u->expiration, sizeof u->expiration,
+                      err) < 0)
+        return api_input_error(err, EACCES, "invalid signature");
+    return 0;
+}
+
+bool envd_files_signed(const struct http_request *req)
+{
+    char signature[4];
+    err_t err;
+    return strcmp(req->path, "/files") == 0 &&
+           (strcmp(req->method, "GET") == 0 || strcmp(req->method, "POST") == 0) &&
+           api_query_get(req->query, "signature", signature, sizeof signature, &err) != 0;
+}
+
+/* The URL's signature checked against sb's token: 0, or -1 with err in envd's words. */
+static int signature_check(const struct sbx *sb, const struct signed_url *u, err_t *err)
+{
+    if (!u->signature[0])
+        return api_input_error(err, EACCES, "missing signature query parameter");
+    return auth_file_signature_check(u->path, u->operation, u->username, sb->envd_token,
+                                     u->signature, u->expiration, (int64_t)time(NULL), err);
+}
+
+struct sbx *envd_files_signer(struct serve *d, const struct http_request *req)
+{
+    struct signed_url u;
+    err_t err;
+    if (signed_url_read(req, &u, &err) < 0 || !u.signature[0])
+        return NULL;
+    /* One SHA-256 per live sandbox: a signature is its token's, and only that one's. */
+    for (struct sbx *sb = d->sandboxes; sb; sb = sb->next) {
+        if (sb->killing || sb->gone || !sb->envd_token[0])
+            continue;
+        if (signature_check(sb, &u, &err) == 0 || err.errnum == ETIMEDOUT)
+            return sb;
+    }
+    return NULL;
+}
+
+/* ---------- routes ---------- */
+
 void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
                            const struct http_request *req)
 {
@@ -738,6 +976,15 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
     if (!f)
         return;
     err_t err;
+    const char *token = http_request_header(req, "X-Access-Token");
+    if (!token || !token[0]) { /* routes_envd let it in for its signature: check it */
+        struct signed_url u;
+        if (signed_url_read(req, &u, &err) < 0 || signature_check(sb, &u, &err) < 0) {
+            f->responded = true;
+            http_respond_error(x, 401, "%s", err.msg);
+            return;
+        }
+    }
     char path[ENVD_PATH_MAX + 1] = "", username[64] = "";
     if (api_query_get(req->query, "path", path, sizeof path, &err) < 0 ||
         api_query_get(req->query, "username", username, sizeof username, &err) < 0) {
@@ -759,6 +1006,11 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
             reply_error(f, EINVAL, path[0] ? err.msg : "a path is needed");
             return;
         }
+        if (gzip_accepted(http_request_header(req, "Accept-Encoding")) &&
+            !(f->gz_out = gzip_encoder_new(&err))) {
+            reply_error(f, ENOMEM, err.msg);
+            return;
+        }
         struct proto_file_request r = {.type = PROTO_FILE_READ, .path = abs, .as_root = f->as_root};
         send_request(f, &r, f, on_read_opened, NULL);
         return;
@@ -768,6 +1020,16 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
         return;
     }
     snprintf(f->destination, sizeof f->destination, "%s", path);
+    if (envd_metadata_from_headers(req->headers, req->n_headers, f->metadata, &err) < 0) {
+        reply_error(f, EINVAL, err.msg);
+        return;
+    }
+    /* gzip covers the whole body, multipart or raw, as envd decodes it before it looks */
+    int gz = gzip_content_encoding(http_request_header(req, "Content-Encoding"), &err);
+    if (gz < 0 || (gz == 1 && !(f->gz = gzip_decoder_new(&err)))) {
+        reply_error(f, EINVAL, err.msg);
+        return;
+    }
     const char *type = http_request_header(req, "Content-Type");
     if (type && strncasecmp(type, "multipart/", 10) == 0) {
         char boundary[MULTIPART_BOUNDARY_MAX + 1];
@@ -779,11 +1041,6 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
     } else {
         if (!path[0]) {
             reply_error(f, EINVAL, "a raw upload needs ?path=");
-            return;
-        }
-        const char *encoding = http_request_header(req, "Content-Encoding");
-        if (encoding && strcasecmp(encoding, "identity") != 0) {
-            reply_error(f, EINVAL, "Content-Encoding is not supported yet: send it plain");
             return;
         }
         f->current = upload_open(f, path);

@@ -5,6 +5,7 @@
  * 502 with the sandbox's id (the SDK's isRunning() reads 502 as "not running", its other calls
  * as a timeout); a paused sandbox with autoResume is resumed by the request instead. A missing or
  * wrong token is envd's own 401: Connect's unauthenticated on its RPC paths. */
+#include <ctype.h>
 #include <jansson.h>
 #include <string.h>
 
@@ -53,11 +54,60 @@ static void respond_unauthenticated(struct http_exchange *x, const struct http_r
     free(body);
 }
 
-/* The sandbox the request may reach, or NULL once it was answered. */
+/* The sandbox named by a Host of E2B's form "49983-ID.DOMAIN[:PORT]" (the SDK's sandbox URL
+ * when neither E2B_SANDBOX_URL nor debug is set) into id: true when it has that form. */
+static bool host_sandbox(const struct http_request *req, char id[STORE_ID_MAX + 1])
+{
+    static const char envd_port[] = "49983-";
+    const char *host = http_request_header(req, "Host");
+    if (!host || strncmp(host, envd_port, sizeof envd_port - 1) != 0)
+        return false;
+    host += sizeof envd_port - 1;
+    size_t n = strcspn(host, ".:");
+    if (n == 0 || n > STORE_ID_MAX || host[n] != '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)host[i]) && host[i] != '-' && host[i] != '_')
+            return false;
+    memcpy(id, host, n);
+    id[n] = '\0';
+    return true;
+}
+
+/* A /files request that brings a signature and no access token: its signature is its
+ * authorization, checked by envd_files_http_route (E2B's envd: the token, when one comes, must be
+ * right; without it, the signature must). */
+static bool signed_files(const struct http_request *req)
+{
+    const char *token = http_request_header(req, "X-Access-Token");
+    return envd_files_signed(req) && (!token || !token[0]);
+}
+
+bool routes_is_envd(const struct http_request *req)
+{
+    char id[STORE_ID_MAX + 1];
+    return http_request_header(req, "E2b-Sandbox-Id") || host_sandbox(req, id) ||
+           envd_files_signed(req);
+}
+
+/* The sandbox the request may reach, or NULL once it was answered. It is named by the
+ * E2b-Sandbox-Id header, else by the Host, else (a signed URL made with E2B_SANDBOX_URL, which
+ * names no sandbox) by the signature: the one sandbox whose token signed it. */
 static struct sbx *reachable(struct serve *d, struct http_exchange *x,
                              const struct http_request *req)
 {
     const char *id = http_request_header(req, "E2b-Sandbox-Id");
+    char host_id[STORE_ID_MAX + 1];
+    if ((!id || !id[0]) && host_sandbox(req, host_id))
+        id = host_id;
+    if ((!id || !id[0]) && signed_files(req)) {
+        struct sbx *signer = envd_files_signer(d, req);
+        if (!signer) {
+            http_respond_error(x, 401, "invalid signature");
+            return NULL;
+        }
+        id = signer->id;
+    }
     if (!id || !id[0]) {
         http_respond_error(x, 400, "envd request without an E2b-Sandbox-Id header");
         return NULL;
@@ -69,7 +119,8 @@ static struct sbx *reachable(struct serve *d, struct http_exchange *x,
                             "timeout or never existed");
         return NULL;
     }
-    if (!auth_token_equal(http_request_header(req, "X-Access-Token"), sb->envd_token)) {
+    if (!signed_files(req) &&
+        !auth_token_equal(http_request_header(req, "X-Access-Token"), sb->envd_token)) {
         respond_unauthenticated(x, req, sb->id);
         return NULL;
     }

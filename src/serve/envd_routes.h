@@ -14,3 +14,9 @@ void envd_files_rpc_route(struct serve *d, struct sbx *sb, struct http_exchange 
 /* GET and POST /files?path=&username= */
 void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
                            const struct http_request *req);
+
+/* Whether req is GET or POST /files with a signature parameter (a URL of the SDK's downloadUrl
+ * or uploadUrl). */
+bool envd_files_signed(const struct http_request *req);
+/* The live sandbox whose access token signed req's URL (expired or not), or NULL. */
+struct sbx *envd_files_signer(struct serve *d, const struct http_request *req);

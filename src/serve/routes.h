@@ -6,5 +6,8 @@
 
 /* A control-plane request (no E2b-Sandbox-Id header): checks the API key, then routes. */
 void routes_control(struct serve *d, struct http_exchange *x, const struct http_request *req);
+/* Whether a request is for a sandbox's envd: an E2b-Sandbox-Id header, a Host "49983-ID.DOMAIN",
+ * or a signed /files URL (envd_routes.c). */
+bool routes_is_envd(const struct http_request *req);
 /* A request for a sandbox's envd (E2b-Sandbox-Id and E2b-Sandbox-Port headers). */
 void routes_envd(struct serve *d, struct http_exchange *x, const struct http_request *req);

@@ -142,7 +142,7 @@ static int bootstrap_key(struct serve *d, err_t *err)
 static void handle_request(struct http_exchange *x, const struct http_request *req, void *ctx)
 {
     struct serve *d = ctx;
-    if (http_request_header(req, "E2b-Sandbox-Id")) {
+    if (routes_is_envd(req)) {
         routes_envd(d, x, req);
         return;
     }

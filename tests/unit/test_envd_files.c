@@ -116,7 +116,10 @@ int main(void)
     free(text);
     struct proto_file_entry l = {.path = "/home/user/l",
                                  .name = "l",
-                                 .symlink = "/etc/passwd",
+                                 .symlink = "../../etc/passwd",
+                                 .target = "/etc/passwd",
+                                 .target_type = PROTO_FILE_TYPE_FILE,
+                                 .target_mode = 0644,
                                  .type = PROTO_FILE_TYPE_SYMLINK,
                                  .mode = 0777};
     struct proto_file_entry both[] = {e, l};
@@ -124,13 +127,62 @@ int main(void)
     o = json_loads(text ? text : "", 0, NULL);
     json_t *second = json_array_get(json_object_get(o, "entries"), 1);
     ok(json_array_size(json_object_get(o, "entries")) == 2 &&
-           strcmp(field(second, "type"), "FILE_TYPE_SYMLINK") == 0 &&
+           strcmp(field(second, "type"), "FILE_TYPE_FILE") == 0 &&
+           json_integer_value(json_object_get(second, "mode")) == 0644 &&
+           strcmp(field(second, "permissions"), "Lrwxrwxrwx") == 0 &&
            strcmp(field(second, "symlinkTarget"), "/etc/passwd") == 0 &&
            strcmp(field(second, "owner"), "root") == 0 &&
            strcmp(field(second, "modifiedTime"), "1970-01-01T00:00:00Z") == 0,
-       "ListDir's entries; a symlink with its target");
+       "ListDir's entries; a symlink as envd shows it: its target's absolute path, type and mode");
     json_decref(o);
     free(text);
+    struct proto_file_entry dangling = {.path = "/home/user/d",
+                                        .name = "d",
+                                        .symlink = "nowhere",
+                                        .type = PROTO_FILE_TYPE_SYMLINK,
+                                        .mode = 0777};
+    text = envd_entry_json(&dangling);
+    o = json_loads(text ? text : "", 0, NULL);
+    ok(o && strcmp(field(o, "type"), "FILE_TYPE_UNSPECIFIED") == 0 &&
+           strcmp(field(o, "symlinkTarget"), "/home/user/d") == 0,
+       "a dangling symlink: no type, its own path as target (envd's EvalSymlinks fallback)");
+    json_decref(o);
+    free(text);
+    struct proto_file_entry meta = e;
+    meta.metadata = "owner=alice\nempty=\n";
+    text = envd_entry_json(&meta);
+    o = json_loads(text ? text : "", 0, NULL);
+    json_t *md = o ? json_object_get(o, "metadata") : NULL;
+    ok(md && json_object_size(md) == 2 && strcmp(field(md, "owner"), "alice") == 0 &&
+           strcmp(field(md, "empty"), "") == 0,
+       "metadata lines become EntryInfo's metadata (%s)", text ? text : "");
+    json_decref(o);
+    free(text);
+    text = envd_entry_json(&e);
+    ok(text && !strstr(text, "metadata"), "no metadata: no field (proto3 omits an empty map)");
+    free(text);
+
+    char lines[ENVD_METADATA_MAX + 1];
+    err_t merr = {0};
+    struct http_header hs[] = {{"X-Metadata-Owner", "alice"},
+                               {"Content-Type", "x"},
+                               {"x-metadata-owner", "bob"},
+                               {"X-Metadata-", "skipped"},
+                               {"X-METADATA-Stage", "a b"}};
+    ok(envd_metadata_from_headers(hs, 5, lines, &merr) == 0 &&
+           strcmp(lines, "owner=alice\nstage=a b\n") == 0,
+       "X-Metadata-* headers: keys lowercased, the first of a repeated one, an empty key "
+       "skipped");
+    struct http_header bad_value[] = {{"X-Metadata-k", "caf\xc3\xa9"}};
+    ok(envd_metadata_from_headers(bad_value, 1, lines, &merr) < 0 && merr.errnum == EINVAL,
+       "a value out of printable ASCII: refused");
+    struct http_header bad_key[] = {{"X-Metadata-a=b", "v"}};
+    ok(envd_metadata_from_headers(bad_key, 1, lines, &merr) < 0, "a key with '=': refused");
+    static char huge[5000];
+    memset(huge, 'v', sizeof huge - 1);
+    struct http_header too_big[] = {{"X-Metadata-k", huge}};
+    ok(envd_metadata_from_headers(too_big, 1, lines, &merr) < 0 && strstr(merr.msg, "4096"),
+       "more than 4096 bytes: refused");
     text = envd_watch_event(PROTO_WATCH_CREATE, "sub/new.txt");
     is_str(text, "{\"filesystem\":{\"name\":\"sub/new.txt\",\"type\":\"EVENT_TYPE_CREATE\"}}",
            "a watch event, its name relative to the watched directory");

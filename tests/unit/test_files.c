@@ -26,6 +26,7 @@
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -571,6 +572,42 @@ static void test_semantics(void)
        "stat with follow: the target's metadata under the link's name");
     ok(files_stat(root_fd, "/dangling", true, e, &err) == -1 && err.errnum == ENOENT,
        "stat with follow of a dangling link is ENOENT");
+    ok(files_stat(root_fd, "/link_abs", false, e, &err) == 0 &&
+           strcmp(e->target, "/home/user/a.txt") == 0 && e->target_type == FILES_TYPE_FILE &&
+           e->target_mode == 0640,
+       "a link's target: the absolute path in the root, the target's type and mode (%s)",
+       e->target);
+    symlink("../../link_abs", R("/home/user/rel_chain"));
+    ok(files_stat(root_fd, "/home/user/rel_chain", false, e, &err) == 0 &&
+           strcmp(e->target, "/home/user/a.txt") == 0,
+       "a relative link to a link: resolved to the end, in the root (%s)", e->target);
+    ok(files_stat(root_fd, "/dangling", false, e, &err) == 0 && e->target[0] == '\0',
+       "a dangling link has no target");
+    {
+        int wfd =
+            files_open_write(root_fd, "/home/user/m.txt", 0644, (uid_t)-1, (gid_t)-1, 0, &err);
+        ok(wfd >= 0 && files_metadata_write(wfd, "a=1\nb=two words\n", &err) == 0,
+           "metadata written on the file's fd (%s)", err.msg);
+        ok(files_stat(root_fd, "/home/user/m.txt", false, e, &err) == 0 &&
+               strcmp(e->metadata, "a=1\nb=two words\n") == 0,
+           "stat reads it back (%s)", e->metadata);
+        ok(wfd >= 0 && files_metadata_write(wfd, "b=x\n", &err) == 0 &&
+               files_stat(root_fd, "/home/user/m.txt", false, e, &err) == 0 &&
+               strcmp(e->metadata, "b=x\n") == 0,
+           "a new set replaces the old whole");
+        ok(wfd >= 0 && fsetxattr(wfd, "user.e2b.bad", "\x01", 1, 0) == 0 &&
+               fsetxattr(wfd, "user.other", "x", 1, 0) == 0 &&
+               files_stat(root_fd, "/home/user/m.txt", false, e, &err) == 0 &&
+               strcmp(e->metadata, "b=x\n") == 0,
+           "attributes the SDK cannot take, or of another namespace, are left out");
+        const char *bad_sets[] = {"a\n", "=v\n", "a=b", "a=\x01\n", "a b=c\n", "a=1\na=2\n"};
+        int refused = 0;
+        for (size_t i = 0; wfd >= 0 && i < sizeof bad_sets / sizeof *bad_sets; i++)
+            refused += files_metadata_write(wfd, bad_sets[i], &err) < 0 && err.errnum == EINVAL;
+        ok(refused == 6, "malformed metadata refused: %d of 6", refused);
+        if (wfd >= 0)
+            close(wfd);
+    }
     ok(files_stat(root_fd, "/link_dir/a.txt", false, e, &err) == 0 && e->type == FILES_TYPE_FILE,
        "symlinks before the last component are followed (inside the root)");
     fd = files_open_read(root_fd, "/link_abs", &err);
@@ -785,6 +822,28 @@ static void test_hostile(void)
     }
     ok(bad == 0 && canary_intact(), "stat (both ways) of %d hostile paths: never the canary",
        n_hostile);
+    /* A target is a path in the root: never the root's own host path (the prefix is taken off),
+     * and a link to the canary's host path leads to the decoy at that path inside. */
+    char root_host[PATH_MAX];
+    snprintf(root_host, sizeof root_host, "%s", R("/"));
+    bad = 0;
+    int targets = 0;
+    const char *links[] = {"/evil_abs",     "/evil_rel",  "/chain",    "/evil_dir",
+                           "/evil_dir_rel", "/chain_dir", "/evil_root"};
+    for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+        if (files_stat(root_fd, links[i], false, e, &err) < 0 || !e->target[0])
+            continue;
+        targets++;
+        if (strncmp(e->target, root_host, strlen(root_host)) == 0 || e->target[0] != '/') {
+            printf("#   stat %s: target %s\n", links[i], e->target);
+            bad++;
+        }
+    }
+    ok(bad == 0 && targets == 7, "hostile links' targets: %d, none with the root's host path",
+       targets);
+    ok(files_stat(root_fd, "/chain", false, e, &err) == 0 && strcmp(e->target, canary) == 0 &&
+           files_stat(root_fd, "/evil_root", false, e, &err) == 0 && strcmp(e->target, "/") == 0,
+       "a chain to the canary's host path: the decoy at that path inside; a link to /: /");
 
     bad = 0;
     const char *dirs[] = {"/evil_dir",       "/evil_dir_rel",  "/chain_dir",  "/evil_root",
