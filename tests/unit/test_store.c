@@ -3,6 +3,7 @@
  * writer killed with SIGKILL at random moments leaving every sandbox with its "created" event
  * (the row and its event are one transaction). */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -255,13 +256,17 @@ static void api_keys(struct store *st)
 }
 
 /* A writer that inserts and moves sandboxes until it is killed. */
-static _Noreturn void writer(const char *path, int round)
+/* Writes sandboxes until killed; a byte on started once the first one is in (so that a loaded
+ * machine cannot make the kill come before anything was written). */
+static _Noreturn void writer(const char *path, int round, int started)
 {
     err_t err;
     struct store *st = store_open(path, &err);
     if (!st)
         _exit(1);
     for (int i = 0;; i++) {
+        if (i == 1 && (write(started, "x", 1) != 1 || close(started) < 0))
+            _exit(3);
         char id[32];
         snprintf(id, sizeof id, "k%d-%d", round, i);
         struct store_sandbox sb = make(id, "base", 1000 + i);
@@ -300,9 +305,18 @@ static void crashes(void)
     srand((unsigned)time(NULL));
     for (int round = 0; round < 5; round++) {
         fflush(stdout);
+        int started[2];
+        if (pipe(started) < 0)
+            continue;
         pid_t pid = fork();
-        if (pid == 0)
-            writer(path, round);
+        if (pid == 0) {
+            close(started[0]);
+            writer(path, round, started[1]);
+        }
+        close(started[1]);
+        struct pollfd p = {.fd = started[0], .events = POLLIN};
+        poll(&p, 1, 30000); /* its first sandbox is in, or it failed */
+        close(started[0]);
         usleep(20000 + (unsigned)(rand() % 80000));
         kill(pid, SIGKILL);
         int status;
