@@ -427,6 +427,7 @@ struct scmd *scmd_start(struct sbx *sb, const struct jail_command_spec *spec,
     c->cwd = spec->cwd ? strdup(spec->cwd) : NULL;
     c->tag = spec->tag ? strdup(spec->tag) : NULL;
     c->start_ns = jail_now_ns();
+    c->start_wall_ms = sbx_wall_ms();
     if (!c->argv || !c->envp || (spec->cwd && !c->cwd) || (spec->tag && !c->tag)) {
         scmd_free_list(c->argv);
         scmd_free_list(c->envp);
@@ -566,7 +567,6 @@ static void adopt(struct sbx *sb, const struct proto_command *e)
     c->tag = e->tag && e->tag[0] ? strdup(e->tag) : NULL;
     snprintf(c->group, sizeof c->group, "%s", e->cgroup);
     c->start_ns = jail_now_ns();
-    c->start_wall_ms = sbx_wall_ms();
     c->start_wall_ms = sbx_wall_ms();
     uv_timer_init(sb->d->loop, &c->finish_timer);
     c->finish_timer.data = c;
