@@ -30,15 +30,15 @@ struct http_server;
 struct http_exchange;
 
 struct http_limits {
-    size_t max_url;            /* bytes of the request target; default 8 KiB */
-    size_t max_header_bytes;   /* all header names and values together; default 64 KiB */
-    size_t max_headers;        /* default 100 */
+    size_t max_url;             /* bytes of the request target; default 8 KiB */
+    size_t max_header_bytes;    /* all header names and values together; default 64 KiB */
+    size_t max_headers;         /* default 100 */
     unsigned header_timeout_ms; /* from a request's first byte to its last header; default 30 s */
-    unsigned idle_timeout_ms;  /* a kept-alive connection with no request; default 60 s */
-    unsigned max_connections;  /* beyond it, new connections are closed at once; default 4096 */
-    size_t max_queued_write;   /* bytes of response queued on one connection before
-                                * http_respond_write reports backpressure; default 1 MiB */
-};                             /* a field left 0 takes its default */
+    unsigned idle_timeout_ms;   /* a kept-alive connection with no request; default 60 s */
+    unsigned max_connections;   /* beyond it, new connections are closed at once; default 4096 */
+    size_t max_queued_write;    /* bytes of response queued on one connection before
+                                 * http_respond_write reports backpressure; default 1 MiB */
+};                              /* a field left 0 takes its default */
 
 struct http_header {
     const char *name; /* as sent; compare with strcasecmp */
@@ -116,6 +116,9 @@ void http_exchange_set_callbacks(struct http_exchange *x, const struct http_exch
  * connection after the response). */
 void http_exchange_on_body(struct http_exchange *x, uint64_t max_body,
                            const struct http_body_callbacks *cb, void *user);
+/* Appends a piece of a body to a NUL-terminated buffer (*body, *len bytes; *body NULL at first),
+ * for a handler that takes a small body whole. -1 when out of memory (the buffer is kept). */
+int http_body_append(char **body, size_t *len, const char *data, size_t n);
 /* Stops and restarts reading the request body (backpressure while the handler writes it out,
  * e.g. into a sandbox's file). */
 void http_exchange_pause_body(struct http_exchange *x);

@@ -313,6 +313,18 @@ void http_exchange_on_body(struct http_exchange *x, uint64_t max_body,
         http_conn_defer_update(c); /* the parser waited for this */
 }
 
+int http_body_append(char **body, size_t *len, const char *data, size_t n)
+{
+    char *grown = realloc(*body, *len + n + 1);
+    if (!grown)
+        return -1;
+    memcpy(grown + *len, data, n);
+    *len += n;
+    grown[*len] = '\0';
+    *body = grown;
+    return 0;
+}
+
 void http_exchange_pause_body(struct http_exchange *x)
 {
     struct http_conn *c = x->conn;

@@ -776,15 +776,10 @@ static int plain_data(struct fcall *f, const char *data, size_t len)
         reply_error(f, E2BIG, "the request is larger than envd takes");
         return -1;
     }
-    char *grown = realloc(f->body, f->len + len + 1);
-    if (!grown) {
+    if (http_body_append(&f->body, &f->len, data, len) < 0) {
         reply_error(f, ENOMEM, "out of memory");
         return -1;
     }
-    memcpy(grown + f->len, data, len);
-    f->len += len;
-    grown[f->len] = '\0';
-    f->body = grown;
     return 0;
 }
 

@@ -618,14 +618,7 @@ static int on_data(struct http_exchange *x, const char *data, size_t len, void *
         unary_error(p, CONNECT_RESOURCE_EXHAUSTED, "request too large");
         return -1;
     }
-    char *grown = realloc(p->body, p->len + len + 1);
-    if (!grown)
-        return -1;
-    memcpy(grown + p->len, data, len);
-    p->len += len;
-    grown[p->len] = '\0';
-    p->body = grown;
-    return 0;
+    return http_body_append(&p->body, &p->len, data, len);
 }
 
 static void on_complete(struct http_exchange *x, void *user)

@@ -636,14 +636,7 @@ static int on_data(struct http_exchange *x, const char *data, size_t len, void *
         unary_error(c, CONNECT_RESOURCE_EXHAUSTED, "request too large");
         return -1;
     }
-    char *grown = realloc(c->body, c->len + len + 1);
-    if (!grown)
-        return -1;
-    memcpy(grown + c->len, data, len);
-    c->len += len;
-    grown[c->len] = '\0';
-    c->body = grown;
-    return 0;
+    return http_body_append(&c->body, &c->len, data, len);
 }
 
 static void on_complete(struct http_exchange *x, void *user)

@@ -618,14 +618,7 @@ static const struct route *match(struct call *c, bool *path_known)
 static int on_body_data(struct http_exchange *x, const char *data, size_t len, void *user)
 {
     struct call *c = user;
-    char *grown = realloc(c->body, c->len + len + 1);
-    if (!grown)
-        return -1;
-    memcpy(grown + c->len, data, len);
-    c->len += len;
-    grown[c->len] = '\0';
-    c->body = grown;
-    return 0;
+    return http_body_append(&c->body, &c->len, data, len);
 }
 
 static void on_body_complete(struct http_exchange *x, void *user)

@@ -617,7 +617,8 @@ static void freeze_poll(uv_timer_t *t)
     finish_step(sb, 0, NULL);
 }
 
-int sbx_pause(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
+/* Whether a pause (with or without memory) may begin: running, and no step in flight. */
+static int pausable(const struct sbx *sb, err_t *err)
 {
     if (sb->state == SANDBOX_PAUSED)
         return err_set(err, EALREADY, "sandbox %s is already paused", sb->id);
@@ -626,6 +627,13 @@ int sbx_pause(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
                        sb->killing ? "being killed"
                        : sb->done  ? "busy"
                                    : sandbox_state_name(sb->state));
+    return 0;
+}
+
+int sbx_pause(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
+{
+    if (pausable(sb, err) < 0)
+        return -1;
     if (jail_freeze_start(&sb->jail, true, err) < 0)
         return -1;
     sb->done = done;
@@ -691,13 +699,8 @@ static void cold_stop_finish(struct sbx *sb)
 
 int sbx_pause_cold(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
 {
-    if (sb->state == SANDBOX_PAUSED)
-        return err_set(err, EALREADY, "sandbox %s is already paused", sb->id);
-    if (sb->state != SANDBOX_RUNNING || sb->killing || sb->done)
-        return err_set(err, EBUSY, "sandbox %s is %s", sb->id,
-                       sb->killing ? "being killed"
-                       : sb->done  ? "busy"
-                                   : sandbox_state_name(sb->state));
+    if (pausable(sb, err) < 0)
+        return -1;
     /* The row first: a daemon killed half-way finds it paused without memory and finishes the
      * job (sbx_reopen_all), where a row still running would be marked failed and its disk
      * layer, the files the pause is there to keep, removed. */
