@@ -1,0 +1,1097 @@
+/* The code interpreter's HTTP side and its kernels (interp.h, src/interp/PROTOCOL.md). */
+#include "serve/interp.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/control_json.h"
+#include "serve/commands.h"
+#include "util/strfmt.h"
+
+#define KERNEL_LINE_MAX    (32u << 20) /* one message from a kernel */
+#define EXECUTE_BODY_MAX   (2u << 20)  /* an execute's JSON: its code and env vars */
+#define CONTEXT_BODY_MAX   (64u << 10)
+#define CONTEXTS_MAX       64     /* per sandbox, the default ones included */
+#define CWD_MAX            1024
+#define KEEPALIVE_MS       15000  /* a line while a cell runs (or waits) without other output */
+#define INTERRUPT_GRACE_MS 3000   /* after a SIGINT, before the kernel is killed and restarted */
+#define READY_TIMEOUT_MS   120000 /* a kernel's start-up (jshell takes seconds) */
+#define DIAG_MAX           2048   /* the tail of a kernel's stderr kept for an error message */
+#define KERNEL_TAG_PREFIX  "hutch-interp "
+
+struct language {
+    const char *name, *alias;
+    const char *interpreter, *file, *arg; /* argv: interpreter DIR/file [arg] */
+};
+
+static const struct language languages[] = {
+    {"python", NULL, "/usr/bin/python3", "python_kernel.py", NULL},
+    {"javascript", "js", "/usr/bin/node", "js_kernel.mjs", NULL},
+    {"typescript", "ts", "/usr/bin/node", "js_kernel.mjs", "--typescript"},
+    {"bash", NULL, "/usr/bin/python3", "bash_kernel.py", NULL},
+    {"r", NULL, "/usr/bin/python3", "r_kernel.py", NULL},
+    {"java", NULL, "/usr/bin/python3", "java_kernel.py", NULL},
+};
+
+enum icall_op { ICALL_EXECUTE, ICALL_CREATE, ICALL_RESTART };
+
+/* One HTTP call, from its headers to its end; an execute lives on after its client left while
+ * its kernel still runs it (x NULL), until the kernel ends it. */
+struct icall {
+    struct serve *d;
+    char sandbox_id[STORE_ID_MAX + 1];
+    struct http_exchange *x;
+    enum icall_op op;
+    char *body;
+    size_t len;
+    char ctx_id[40]; /* restart: the context named by the path */
+    struct ictx *ctx;
+    json_t *request; /* an execute's request to the kernel, its id set when sent */
+    char exec_id[33];
+    bool responded, sent, held, interrupted, queued;
+    uv_timer_t timer; /* keepalives, then an interrupt's grace */
+    bool timer_open;
+    uint64_t last_write_ms;
+    struct icall *next;
+};
+
+struct ictx {
+    struct sbx *sb;
+    char id[37];
+    const struct language *lang;
+    char cwd[CWD_MAX + 1];
+    bool is_default;
+    struct scmd *kernel; /* NULL when none runs */
+    bool ready;
+    unsigned execution_count;
+    struct icall *queue;   /* executes in order: the first one is running once sent */
+    struct icall *waiters; /* creates and restarts waiting for ready */
+    char *line;            /* a message being read */
+    size_t line_len, line_cap;
+    char diag[DIAG_MAX + 1];
+    size_t diag_len;
+    struct ictx *next;
+};
+
+struct interp_state {
+    struct ictx *contexts;
+    unsigned n_contexts;
+};
+
+static void kernel_kill(struct ictx *ctx);
+static void kernel_lost(struct ictx *ctx, const char *why);
+static void queue_kick(struct ictx *ctx);
+static void icall_finish(struct icall *c);
+static void exec_timer(uv_timer_t *t);
+
+/* ---------- small things ---------- */
+
+static const struct language *language_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof languages / sizeof *languages; i++)
+        if (strcasecmp(name, languages[i].name) == 0 ||
+            (languages[i].alias && strcasecmp(name, languages[i].alias) == 0))
+            return &languages[i];
+    return NULL;
+}
+
+static bool language_available(struct serve *d, const struct language *l)
+{
+    char path[PATH_MAX];
+    return d->interp_path[0] &&
+           strfmt(path, sizeof path, "%s/%s", d->interp_path, l->file) == 0 &&
+           access(path, R_OK) == 0;
+}
+
+static void random_hex(char *out, size_t bytes)
+{
+    unsigned char raw[32];
+    randombytes_buf(raw, bytes);
+    sodium_bin2hex(out, 2 * bytes + 1, raw, bytes);
+}
+
+static void new_context_id(char out[37])
+{
+    char hex[33];
+    random_hex(hex, 16);
+    snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
+}
+
+static struct interp_state *state_of(struct sbx *sb, bool make);
+
+static struct ictx *context_find(struct sbx *sb, const char *id)
+{
+    struct interp_state *st = state_of(sb, true);
+    for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
+        if (strcmp(c->id, id) == 0)
+            return c;
+    return NULL;
+}
+
+static struct ictx *context_new(struct sbx *sb, const struct language *lang, const char *cwd,
+                                bool is_default)
+{
+    struct interp_state *st = state_of(sb, true);
+    if (!st || st->n_contexts >= CONTEXTS_MAX)
+        return NULL;
+    struct ictx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return NULL;
+    ctx->sb = sb;
+    ctx->lang = lang;
+    ctx->is_default = is_default;
+    new_context_id(ctx->id);
+    snprintf(ctx->cwd, sizeof ctx->cwd, "%s", cwd ? cwd : JAIL_USER_HOME);
+    /* appended: the list shows them in the order they were made */
+    struct ictx **tail = &st->contexts;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = ctx;
+    st->n_contexts++;
+    return ctx;
+}
+
+/* Kills every kernel a daemon before us started (their contexts lived in its memory only),
+ * and makes the default contexts. */
+static struct interp_state *state_of(struct sbx *sb, bool make)
+{
+    if (sb->interp || !make)
+        return sb->interp;
+    sb->interp = calloc(1, sizeof *sb->interp);
+    if (!sb->interp)
+        return NULL;
+    for (struct scmd *c = sb->cmds; c; c = c->next)
+        if (c->tag && strncmp(c->tag, KERNEL_TAG_PREFIX, sizeof KERNEL_TAG_PREFIX - 1) == 0) {
+            err_t err;
+            scmd_signal(c, SIGKILL, &err);
+        }
+    context_new(sb, &languages[0], NULL, true);
+    context_new(sb, &languages[1], NULL, true);
+    return sb->interp;
+}
+
+static struct ictx *default_context(struct sbx *sb, const struct language *lang)
+{
+    struct interp_state *st = state_of(sb, true);
+    for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
+        if (c->is_default && c->lang == lang)
+            return c;
+    return context_new(sb, lang, NULL, true);
+}
+
+static char *context_json(const struct ictx *ctx)
+{
+    json_t *o = json_pack("{s:s,s:s,s:s}", "id", ctx->id, "language", ctx->lang->name, "cwd",
+                          ctx->cwd);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+/* ---------- answers ---------- */
+
+static void respond_json_text(struct http_exchange *x, int status, const char *json)
+{
+    static const struct http_header h[] = {{"Content-Type", "application/json"}};
+    if (!json) {
+        http_respond_error(x, 500, "out of memory");
+        return;
+    }
+    http_respond(x, status, h, 1, json, strlen(json));
+}
+
+/* E2B's server answers an unknown context with a 404 whose body the SDK shows as it is. */
+static void respond_not_found(struct http_exchange *x, const char *id)
+{
+    static const struct http_header h[] = {{"Content-Type", "text/plain"}};
+    char body[128];
+    snprintf(body, sizeof body, "Context %.40s not found", id);
+    http_respond(x, 404, h, 1, body, strlen(body));
+}
+
+/* One NDJSON line to an execute's client (steals o). Its kernel's output is held while the
+ * client is congested. */
+static void exec_write(struct icall *c, json_t *o)
+{
+    if (!o)
+        return;
+    char *s = c->x ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!s)
+        return;
+    size_t n = strlen(s);
+    s[n] = '\n'; /* json_dumps's NUL becomes the line's end: the length is known */
+    int rc = http_respond_write(c->x, s, n + 1);
+    free(s);
+    c->last_write_ms = uv_now(c->d->loop);
+    if (rc == 1 && !c->held && c->ctx && c->ctx->kernel) {
+        c->held = true;
+        scmd_hold(c->ctx->kernel, true);
+    }
+}
+
+static void exec_error(struct icall *c, const char *name, const char *value)
+{
+    exec_write(c, json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name", name, "value", value,
+                            "traceback", value));
+}
+
+/* ---------- a call's life ---------- */
+
+static void icall_freed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void icall_free(struct icall *c)
+{
+    free(c->body);
+    json_decref(c->request);
+    if (c->held && c->ctx && c->ctx->kernel)
+        scmd_hold(c->ctx->kernel, false);
+    if (c->timer_open)
+        uv_close((uv_handle_t *)&c->timer, icall_freed);
+    else
+        free(c);
+}
+
+static void list_remove(struct icall **list, struct icall *c)
+{
+    for (struct icall **p = list; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            c->next = NULL;
+            return;
+        }
+}
+
+/* An execute is over (ended, failed, or abandoned before it was sent): its response ended, out
+ * of its context's queue, freed once its exchange is gone too. */
+static void icall_finish(struct icall *c)
+{
+    if (c->ctx && c->queued) {
+        list_remove(&c->ctx->queue, c);
+        c->queued = false;
+    }
+    if (c->held && c->ctx && c->ctx->kernel)
+        scmd_hold(c->ctx->kernel, false);
+    c->held = false;
+    c->ctx = NULL;
+    if (c->timer_open)
+        uv_timer_stop(&c->timer);
+    if (c->x) {
+        exec_write(c, json_pack("{s:s}", "type", "end_of_execution"));
+        http_respond_end(c->x); /* on_done frees it */
+    } else {
+        icall_free(c);
+    }
+}
+
+static void on_exchange_end(struct http_exchange *x, void *user)
+{
+    struct icall *c = user;
+    c->x = NULL;
+    struct ictx *ctx = c->ctx;
+    if (!ctx) {
+        icall_free(c);
+        return;
+    }
+    if (c->op != ICALL_EXECUTE) {
+        list_remove(&ctx->waiters, c);
+        icall_free(c);
+        return;
+    }
+    if (!c->sent) { /* still waiting: it never runs */
+        icall_finish(c);
+        return;
+    }
+    /* Running: the client went (its timeout, or it gave up). The cell is interrupted, and the
+     * context kept, unless the kernel does not end it in time. */
+    if (c->held && ctx->kernel)
+        scmd_hold(ctx->kernel, false);
+    c->held = false;
+    if (!c->interrupted && ctx->kernel) {
+        c->interrupted = true;
+        err_t err;
+        scmd_signal_leader(ctx->kernel, SIGINT, &err);
+        if (c->timer_open)
+            uv_timer_start(&c->timer, exec_timer, INTERRUPT_GRACE_MS, 0);
+    }
+}
+
+static void on_drain(struct http_exchange *x, void *user)
+{
+    struct icall *c = user;
+    if (c->held && c->ctx && c->ctx->kernel) {
+        c->held = false;
+        scmd_hold(c->ctx->kernel, false);
+    }
+}
+
+static const struct http_exchange_callbacks icall_callbacks = {
+    .on_done = on_exchange_end, .on_abort = on_exchange_end, .on_drain = on_drain};
+
+/* Keepalives while it waits or runs; after an interrupt, the grace is over: the kernel that
+ * did not end the cell is killed, and the context starts again with a new one. */
+static void exec_timer(uv_timer_t *t)
+{
+    struct icall *c = t->data;
+    if (c->interrupted) {
+        struct ictx *ctx = c->ctx;
+        if (ctx) {
+            kernel_kill(ctx);
+            kernel_lost(ctx, "the kernel did not stop the interrupted execution: it was killed, "
+                             "and the context restarts with its state cleared");
+        }
+        return;
+    }
+    uint64_t now = uv_now(t->loop);
+    if (c->x && now - c->last_write_ms >= KEEPALIVE_MS)
+        exec_write(c, json_pack("{s:s}", "type", "keepalive"));
+    uv_timer_start(t, exec_timer, KEEPALIVE_MS, 0);
+}
+
+/* ---------- the kernel ---------- */
+
+static void ready_answer(struct ictx *ctx, const char *failure)
+{
+    while (ctx->waiters) {
+        struct icall *w = ctx->waiters;
+        ctx->waiters = w->next;
+        w->next = NULL;
+        w->ctx = NULL;
+        if (w->x && failure)
+            http_respond_error(w->x, 500, "context %s (%s): %s", ctx->id, ctx->lang->name,
+                               failure);
+        else if (w->x) {
+            char *json = context_json(ctx);
+            respond_json_text(w->x, 200, json);
+            free(json);
+        } else {
+            icall_free(w);
+        }
+    }
+}
+
+static void context_free(struct ictx *ctx)
+{
+    struct interp_state *st = ctx->sb->interp;
+    for (struct ictx **p = &st->contexts; *p; p = &(*p)->next)
+        if (*p == ctx) {
+            *p = ctx->next;
+            st->n_contexts--;
+            break;
+        }
+    free(ctx->line);
+    free(ctx);
+}
+
+/* Every call of the context gets why: the running and waiting executes an error and their end,
+ * the creates and restarts a 500. */
+static void fail_calls(struct ictx *ctx, const char *name, const char *why)
+{
+    while (ctx->queue) {
+        struct icall *c = ctx->queue;
+        exec_error(c, name, why);
+        icall_finish(c);
+    }
+    ready_answer(ctx, why);
+}
+
+static void on_kernel_started(struct scmd *c, void *user)
+{
+    (void)c;
+    (void)user;
+}
+
+static void diag_add(struct ictx *ctx, const uint8_t *data, size_t len)
+{
+    if (len > DIAG_MAX) {
+        data += len - DIAG_MAX;
+        len = DIAG_MAX;
+    }
+    if (ctx->diag_len + len > DIAG_MAX) {
+        size_t drop = ctx->diag_len + len - DIAG_MAX;
+        memmove(ctx->diag, ctx->diag + drop, ctx->diag_len - drop);
+        ctx->diag_len -= drop;
+    }
+    memcpy(ctx->diag + ctx->diag_len, data, len);
+    ctx->diag_len += len;
+    ctx->diag[ctx->diag_len] = '\0';
+}
+
+/* The kernel broke the protocol: it is killed, and the context starts again. */
+static void kernel_violation(struct ictx *ctx, const char *what)
+{
+    char why[256];
+    snprintf(why, sizeof why,
+             "the kernel sent %s: it was killed, and the context restarts with its state cleared",
+             what);
+    kernel_kill(ctx);
+    kernel_lost(ctx, why);
+}
+
+static const char *const result_strings[] = {"text",  "html",  "markdown", "svg",
+                                             "png",   "jpeg",  "pdf",      "latex",
+                                             "javascript"};
+static const char *const result_values[] = {"json", "data", "chart"};
+
+/* A result as the client gets it: only E2B's keys, each of the right kind. NULL when the
+ * message is not one. */
+static json_t *result_message(json_t *m)
+{
+    json_t *out = json_object();
+    json_object_set_new(out, "type", json_string("result"));
+    for (size_t i = 0; i < sizeof result_strings / sizeof *result_strings; i++) {
+        json_t *v = json_object_get(m, result_strings[i]);
+        if (v && !json_is_string(v) && !json_is_null(v)) {
+            json_decref(out);
+            return NULL;
+        }
+        if (json_is_string(v))
+            json_object_set(out, result_strings[i], v);
+    }
+    for (size_t i = 0; i < sizeof result_values / sizeof *result_values; i++) {
+        json_t *v = json_object_get(m, result_values[i]);
+        if (v && !json_is_null(v))
+            json_object_set(out, result_values[i], v);
+    }
+    json_t *extra = json_object_get(m, "extra");
+    json_object_set_new(out, "extra", json_is_object(extra) ? json_incref(extra) : json_object());
+    json_object_set_new(out, "is_main_result",
+                        json_boolean(json_is_true(json_object_get(m, "is_main_result"))));
+    return out;
+}
+
+static void now_iso(struct serve *d, char out[32])
+{
+    (void)d;
+    api_time_format(sbx_wall_ms(), out);
+}
+
+static void handle_message(struct ictx *ctx, const char *line, size_t len)
+{
+    json_error_t jerr;
+    json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    const char *type = json_string_value(json_object_get(m, "type"));
+    if (!json_is_object(m) || !type) {
+        json_decref(m);
+        kernel_violation(ctx, "a line that is not a message");
+        return;
+    }
+    if (!ctx->ready) {
+        bool ready = strcmp(type, "ready") == 0;
+        json_decref(m);
+        if (!ready) {
+            kernel_violation(ctx, "a message before it was ready");
+            return;
+        }
+        ctx->ready = true;
+        ready_answer(ctx, NULL);
+        queue_kick(ctx);
+        return;
+    }
+    struct icall *run = ctx->queue && ctx->queue->sent ? ctx->queue : NULL;
+    if (strcmp(type, "keepalive") == 0) {
+        json_decref(m);
+        return;
+    }
+    if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
+        const char *text = json_string_value(json_object_get(m, "text"));
+        if (!text) {
+            json_decref(m);
+            kernel_violation(ctx, "output without its text");
+            return;
+        }
+        if (run) {
+            char at[32];
+            now_iso(ctx->sb->d, at);
+            exec_write(run, json_pack("{s:s,s:O,s:s}", "type", type, "text",
+                                      json_object_get(m, "text"), "timestamp", at));
+        }
+    } else if (strcmp(type, "result") == 0) {
+        json_t *r = result_message(m);
+        if (!r) {
+            json_decref(m);
+            kernel_violation(ctx, "a result with a malformed format");
+            return;
+        }
+        if (run)
+            exec_write(run, r);
+        else
+            json_decref(r);
+    } else if (strcmp(type, "error") == 0) {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *value = json_string_value(json_object_get(m, "value"));
+        const char *tb = json_string_value(json_object_get(m, "traceback"));
+        if (run)
+            exec_write(run, json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name",
+                                      name ? name : "Error", "value", value ? value : "",
+                                      "traceback", tb ? tb : ""));
+    } else if (strcmp(type, "end_of_execution") == 0) {
+        const char *id = json_string_value(json_object_get(m, "id"));
+        if (!run || !id || strcmp(id, run->exec_id) != 0) {
+            json_decref(m);
+            kernel_violation(ctx, "the end of an execution that was not running");
+            return;
+        }
+        icall_finish(run);
+        json_decref(m);
+        queue_kick(ctx);
+        return;
+    } else {
+        json_decref(m);
+        kernel_violation(ctx, "a message of an unknown type");
+        return;
+    }
+    json_decref(m);
+}
+
+static void on_kernel_output(struct scmd *c, const char *stream, const uint8_t *data, size_t len,
+                             void *user)
+{
+    struct ictx *ctx = user;
+    if (strcmp(stream, "stdout") != 0) {
+        diag_add(ctx, data, len);
+        return;
+    }
+    while (len > 0 && ctx->kernel == c) {
+        const uint8_t *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) : len;
+        if (ctx->line_len + take > KERNEL_LINE_MAX) {
+            kernel_violation(ctx, "a line longer than 32 MiB");
+            return;
+        }
+        if (ctx->line_len + take + 1 > ctx->line_cap) {
+            size_t cap = ctx->line_cap ? ctx->line_cap : 4096;
+            while (cap < ctx->line_len + take + 1)
+                cap *= 2;
+            char *p = realloc(ctx->line, cap);
+            if (!p) {
+                kernel_violation(ctx, "more than the daemon could hold");
+                return;
+            }
+            ctx->line = p;
+            ctx->line_cap = cap;
+        }
+        memcpy(ctx->line + ctx->line_len, data, take);
+        ctx->line_len += take;
+        if (!nl)
+            return;
+        data += take + 1;
+        len -= take + 1;
+        size_t n = ctx->line_len;
+        ctx->line_len = 0;
+        if (n > 0)
+            handle_message(ctx, ctx->line, n);
+    }
+}
+
+static void on_kernel_end(struct scmd *c, void *user)
+{
+    struct ictx *ctx = user;
+    if (ctx->kernel != c)
+        return;
+    ctx->kernel = NULL;
+    char why[DIAG_MAX + 512];
+    const char *tail = ctx->diag_len ? ctx->diag : "";
+    if (c->error[0])
+        snprintf(why, sizeof why, "the kernel was lost: %s%s%s", c->error, tail[0] ? "; " : "",
+                 tail);
+    else if (c->signo)
+        snprintf(why, sizeof why, "the kernel died of signal %d%s%s", c->signo,
+                 tail[0] ? ": " : "", tail);
+    else
+        snprintf(why, sizeof why, "the kernel exited with status %d%s%s", c->exit_code,
+                 tail[0] ? ": " : "", tail);
+    kernel_lost(ctx, why);
+}
+
+static const struct scmd_listener kernel_listener = {on_kernel_started, on_kernel_output,
+                                                     on_kernel_end};
+
+static int kernel_start(struct ictx *ctx, err_t *err)
+{
+    struct sbx *sb = ctx->sb;
+    if (!language_available(sb->d, ctx->lang))
+        return err_set(err, ENOENT, "language '%s' is not available: this daemon has no %s kernel",
+                       ctx->lang->name, ctx->lang->name);
+    char file[sizeof INTERP_SANDBOX_DIR + 64], tag[JAIL_COMMAND_MAX_TAG + 1];
+    snprintf(file, sizeof file, "%s/%s", INTERP_SANDBOX_DIR, ctx->lang->file);
+    snprintf(tag, sizeof tag, "%s%s %s", KERNEL_TAG_PREFIX, ctx->id, ctx->lang->name);
+    const char *argv[] = {ctx->lang->interpreter, file, ctx->lang->arg, NULL};
+    char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
+    char **env = scmd_env(sb, false, extra);
+    if (!env)
+        return err_set(err, ENOMEM, "context %s: its environment", ctx->id);
+    struct jail_command_spec spec = {
+        .argv = argv,
+        .envp = (const char *const *)env,
+        .cwd = ctx->cwd,
+        .tag = tag,
+        .stdin_pipe = true,
+    };
+    ctx->ready = false;
+    ctx->line_len = 0;
+    ctx->diag_len = 0;
+    ctx->diag[0] = '\0';
+    ctx->kernel = scmd_start(sb, &spec, &kernel_listener, ctx, err);
+    scmd_free_list(env);
+    return ctx->kernel ? 0 : -1;
+}
+
+/* The kernel is gone (dead, or killed by us): what it ran fails with why; the waiting executes
+ * start a new kernel, unless it never got ready (then it cannot start: all of them fail). */
+static void kernel_lost(struct ictx *ctx, const char *why)
+{
+    bool was_ready = ctx->ready;
+    ctx->ready = false;
+    ctx->line_len = 0;
+    struct icall *run = ctx->queue && ctx->queue->sent ? ctx->queue : NULL;
+    if (run) {
+        exec_error(run, "KernelError", why);
+        icall_finish(run);
+    }
+    if (!was_ready) {
+        fail_calls(ctx, "KernelError", why);
+        return;
+    }
+    ctx->execution_count = 0;
+    queue_kick(ctx);
+}
+
+static void kernel_kill(struct ictx *ctx)
+{
+    struct scmd *k = ctx->kernel;
+    if (!k)
+        return;
+    ctx->kernel = NULL;
+    for (struct icall *c = ctx->queue; c; c = c->next)
+        if (c->held) {
+            c->held = false;
+            scmd_hold(k, false);
+        }
+    scmd_detach(k, ctx);
+    err_t err;
+    scmd_signal(k, SIGKILL, &err); /* its whole tree; the command ends on its own */
+}
+
+/* The next execute is sent when the kernel is ready and none runs; a kernel is started when
+ * one waits and none runs. */
+static void queue_kick(struct ictx *ctx)
+{
+    while (ctx->queue && !ctx->queue->sent && !ctx->queue->x) { /* gone before it ran */
+        icall_finish(ctx->queue);
+    }
+    struct icall *c = ctx->queue;
+    if (!c || c->sent)
+        return;
+    err_t err;
+    if (!ctx->kernel) {
+        if (kernel_start(ctx, &err) < 0)
+            fail_calls(ctx, "KernelError", err.msg);
+        return;
+    }
+    if (!ctx->ready)
+        return;
+    random_hex(c->exec_id, 16);
+    json_object_set_new(c->request, "id", json_string(c->exec_id));
+    char *s = json_dumps(c->request, JSON_COMPACT);
+    if (!s) {
+        exec_error(c, "KernelError", "out of memory");
+        icall_finish(c);
+        queue_kick(ctx);
+        return;
+    }
+    size_t n = strlen(s);
+    s[n] = '\n';
+    int rc = scmd_input(ctx->kernel, false, (const uint8_t *)s, n + 1, &err);
+    free(s);
+    if (rc < 0) {
+        exec_error(c, "KernelError", err.msg);
+        icall_finish(c);
+        queue_kick(ctx);
+        return;
+    }
+    c->sent = true;
+    ctx->execution_count++;
+    exec_write(c, json_pack("{s:s,s:i}", "type", "number_of_executions", "execution_count",
+                            (json_int_t)ctx->execution_count));
+}
+
+/* ---------- the routes ---------- */
+
+static struct icall *icall_new(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                               enum icall_op op)
+{
+    struct icall *c = calloc(1, sizeof *c);
+    if (!c) {
+        http_respond_error(x, 500, "out of memory");
+        return NULL;
+    }
+    c->d = d;
+    c->x = x;
+    c->op = op;
+    snprintf(c->sandbox_id, sizeof c->sandbox_id, "%s", sb->id);
+    http_exchange_set_callbacks(x, &icall_callbacks, c);
+    return c;
+}
+
+static void exec_accept(struct icall *c, struct ictx *ctx, json_t *request)
+{
+    c->ctx = ctx;
+    c->request = request;
+    static const struct http_header h[] = {{"Content-Type", "application/x-ndjson"}};
+    http_respond_start(c->x, 200, h, 1, -1);
+    c->responded = true;
+    c->last_write_ms = uv_now(c->d->loop);
+    if (uv_timer_init(c->d->loop, &c->timer) == 0) {
+        c->timer.data = c;
+        c->timer_open = true;
+        uv_timer_start(&c->timer, exec_timer, KEEPALIVE_MS, 0);
+    }
+    struct icall **tail = &ctx->queue;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = c;
+    c->queued = true;
+    queue_kick(ctx);
+}
+
+/* An env_vars object of strings only, or NULL (absent or null: {}). */
+static int env_vars_check(json_t *v, err_t *err)
+{
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return err_set(err, EINVAL, "env_vars must be an object of strings");
+    const char *k;
+    json_t *val;
+    json_object_foreach(v, k, val)
+    {
+        if (!json_is_string(val))
+            return err_set(err, EINVAL, "env_vars.%.64s must be a string", k);
+        if (!k[0] || strchr(k, '='))
+            return err_set(err, EINVAL, "env_vars: '%.64s' is not a variable's name", k);
+    }
+    return 0;
+}
+
+static void do_execute(struct icall *c, struct sbx *sb)
+{
+    json_error_t jerr;
+    json_t *body = json_loadb(c->body ? c->body : "", c->len, JSON_REJECT_DUPLICATES, &jerr);
+    err_t err;
+    if (!json_is_object(body)) {
+        json_decref(body);
+        http_respond_error(c->x, 400, "the body must be a JSON object: %s", jerr.text);
+        return;
+    }
+    json_t *code = json_object_get(body, "code");
+    json_t *context_id = json_object_get(body, "context_id");
+    json_t *language = json_object_get(body, "language");
+    json_t *env_vars = json_object_get(body, "env_vars");
+    if (json_is_null(context_id))
+        context_id = NULL;
+    if (json_is_null(language))
+        language = NULL;
+    const char *bad = !json_is_string(code)                     ? "code must be a string"
+                      : context_id && !json_is_string(context_id) ? "context_id must be a string"
+                      : language && !json_is_string(language)     ? "language must be a string"
+                      : context_id && language
+                          ? "give context_id or language, not both"
+                          : NULL;
+    if (bad) {
+        json_decref(body);
+        http_respond_error(c->x, 400, "%s", bad);
+        return;
+    }
+    if (env_vars_check(env_vars, &err) < 0) {
+        json_decref(body);
+        http_respond_error(c->x, 400, "%s", err.msg);
+        return;
+    }
+    struct ictx *ctx;
+    if (context_id) {
+        ctx = context_find(sb, json_string_value(context_id));
+        if (!ctx) {
+            respond_not_found(c->x, json_string_value(context_id));
+            json_decref(body);
+            return;
+        }
+    } else {
+        const struct language *l =
+            language ? language_find(json_string_value(language)) : &languages[0];
+        if (!l) {
+            http_respond_error(c->x, 400, "language '%.64s' is not supported",
+                               json_string_value(language));
+            json_decref(body);
+            return;
+        }
+        ctx = default_context(sb, l);
+        if (!ctx) {
+            http_respond_error(c->x, 429, "this sandbox has %d contexts already", CONTEXTS_MAX);
+            json_decref(body);
+            return;
+        }
+    }
+    json_t *request =
+        json_pack("{s:s,s:O,s:o}", "type", "execute", "code", code, "env_vars",
+                  json_is_object(env_vars) ? json_incref(env_vars) : json_object());
+    json_decref(body);
+    if (!request) {
+        http_respond_error(c->x, 500, "out of memory");
+        return;
+    }
+    exec_accept(c, ctx, request);
+}
+
+/* A cwd as a context takes it: absolute, without NUL bytes, within CWD_MAX. */
+static const char *cwd_check(json_t *cwd)
+{
+    if (!cwd || json_is_null(cwd))
+        return NULL;
+    const char *s = json_string_value(cwd);
+    if (!s)
+        return "cwd must be a string";
+    if (s[0] != '/')
+        return "cwd must be an absolute path";
+    if (strlen(s) > CWD_MAX || json_string_length(cwd) != strlen(s))
+        return "cwd is too long, or has a NUL byte";
+    return NULL;
+}
+
+static void do_create(struct icall *c, struct sbx *sb)
+{
+    json_error_t jerr;
+    json_t *body = c->len ? json_loadb(c->body, c->len, JSON_REJECT_DUPLICATES, &jerr)
+                          : json_object();
+    if (!json_is_object(body)) {
+        json_decref(body);
+        http_respond_error(c->x, 400, "the body must be a JSON object");
+        return;
+    }
+    json_t *language = json_object_get(body, "language");
+    json_t *cwd = json_object_get(body, "cwd");
+    const struct language *l = &languages[0];
+    if (language && !json_is_null(language)) {
+        l = json_is_string(language) ? language_find(json_string_value(language)) : NULL;
+        if (!l) {
+            http_respond_error(c->x, 400,
+                               "language %.64s is not supported: python, javascript (js), "
+                               "typescript (ts), bash, r or java",
+                               json_is_string(language) ? json_string_value(language) : "");
+            json_decref(body);
+            return;
+        }
+    }
+    const char *bad = cwd_check(cwd);
+    if (bad) {
+        http_respond_error(c->x, 400, "%s", bad);
+        json_decref(body);
+        return;
+    }
+    if (!language_available(sb->d, l)) {
+        http_respond_error(c->x, 400, "language '%s' is not available: this daemon has no %s kernel",
+                           l->name, l->name);
+        json_decref(body);
+        return;
+    }
+    struct ictx *ctx = context_new(sb, l, json_string_value(cwd), false);
+    json_decref(body);
+    if (!ctx) {
+        http_respond_error(c->x, 429, "this sandbox has %d contexts already", CONTEXTS_MAX);
+        return;
+    }
+    err_t err;
+    if (kernel_start(ctx, &err) < 0) {
+        http_respond_error(c->x, 500, "context %s: %s", ctx->id, err.msg);
+        context_free(ctx);
+        return;
+    }
+    c->ctx = ctx;
+    c->next = ctx->waiters;
+    ctx->waiters = c;
+}
+
+/* The context's kernel killed, its calls ended, and then (restart) a new kernel or (delete)
+ * the context gone. */
+static void context_stop(struct ictx *ctx, const char *why)
+{
+    kernel_kill(ctx);
+    fail_calls(ctx, "ContextRestarted", why);
+    ctx->ready = false;
+    ctx->execution_count = 0;
+}
+
+static void do_restart(struct icall *c, struct sbx *sb)
+{
+    struct ictx *ctx = context_find(sb, c->ctx_id);
+    if (!ctx) {
+        respond_not_found(c->x, c->ctx_id);
+        return;
+    }
+    context_stop(ctx, "the context was restarted");
+    err_t err;
+    if (kernel_start(ctx, &err) < 0) {
+        http_respond_error(c->x, 500, "context %s: %s", ctx->id, err.msg);
+        return;
+    }
+    c->ctx = ctx;
+    c->next = ctx->waiters;
+    ctx->waiters = c;
+}
+
+static int on_body_data(struct http_exchange *x, const char *data, size_t len, void *user)
+{
+    (void)x;
+    struct icall *c = user;
+    return http_body_append(&c->body, &c->len, data, len);
+}
+
+static void on_body_complete(struct http_exchange *x, void *user)
+{
+    struct icall *c = user;
+    struct sbx *sb = sbx_find(c->d, c->sandbox_id);
+    if (!sb || sb->gone || sb->killing || sb->state != SANDBOX_RUNNING) {
+        http_respond_error(x, 502, "sandbox %s is not running", c->sandbox_id);
+        return;
+    }
+    if (c->op == ICALL_EXECUTE)
+        do_execute(c, sb);
+    else if (c->op == ICALL_CREATE)
+        do_create(c, sb);
+    else
+        do_restart(c, sb);
+}
+
+static const struct http_body_callbacks body_callbacks = {on_body_data, on_body_complete};
+
+static void do_list(struct http_exchange *x, struct sbx *sb)
+{
+    struct interp_state *st = state_of(sb, true);
+    json_t *a = json_array();
+    for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "id", c->id, "language",
+                                           c->lang->name, "cwd", c->cwd));
+    char *s = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    respond_json_text(x, 200, s);
+    free(s);
+}
+
+static void do_delete(struct http_exchange *x, struct sbx *sb, const char *id)
+{
+    struct ictx *ctx = context_find(sb, id);
+    if (!ctx) {
+        respond_not_found(x, id);
+        return;
+    }
+    context_stop(ctx, "the context was removed");
+    context_free(ctx);
+    http_respond(x, 204, NULL, 0, NULL, 0);
+}
+
+/* "/contexts/ID" or "/contexts/ID/restart": the id into out (a context id's characters only). */
+static bool context_path(const char *path, char out[40], const char **rest)
+{
+    static const char prefix[] = "/contexts/";
+    if (strncmp(path, prefix, sizeof prefix - 1) != 0)
+        return false;
+    path += sizeof prefix - 1;
+    size_t n = strcspn(path, "/");
+    if (n == 0 || n >= 40)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((path[i] >= '0' && path[i] <= '9') || (path[i] >= 'a' && path[i] <= 'z') ||
+              (path[i] >= 'A' && path[i] <= 'Z') || path[i] == '-' || path[i] == '_'))
+            return false;
+    memcpy(out, path, n);
+    out[n] = '\0';
+    *rest = path + n;
+    return true;
+}
+
+void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                  const struct http_request *req)
+{
+    const char *path = req->path;
+    const char *m = req->method;
+    char id[40];
+    const char *rest = NULL;
+    if (strcmp(path, "/health") == 0 && strcmp(m, "GET") == 0) {
+        static const struct http_header h[] = {{"Content-Type", "application/json"}};
+        http_respond(x, 200, h, 1, "\"OK\"", 4);
+        return;
+    }
+    if (!d->interp_path[0]) {
+        http_respond_error(x, 501,
+                           "this daemon has no code interpreter kernels (src/interp was not "
+                           "found; see HUTCH_INTERP)");
+        return;
+    }
+    struct icall *c = NULL;
+    uint64_t max = CONTEXT_BODY_MAX;
+    if (strcmp(path, "/execute") == 0 && strcmp(m, "POST") == 0) {
+        c = icall_new(d, sb, x, ICALL_EXECUTE);
+        max = EXECUTE_BODY_MAX;
+    } else if (strcmp(path, "/contexts") == 0 && strcmp(m, "POST") == 0) {
+        c = icall_new(d, sb, x, ICALL_CREATE);
+    } else if (strcmp(path, "/contexts") == 0 && strcmp(m, "GET") == 0) {
+        do_list(x, sb);
+        return;
+    } else if (context_path(path, id, &rest) && rest[0] == '\0' && strcmp(m, "DELETE") == 0) {
+        do_delete(x, sb, id);
+        return;
+    } else if (context_path(path, id, &rest) && strcmp(rest, "/restart") == 0 &&
+               strcmp(m, "POST") == 0) {
+        c = icall_new(d, sb, x, ICALL_RESTART);
+        if (c)
+            snprintf(c->ctx_id, sizeof c->ctx_id, "%s", id);
+    } else if (strncmp(path, "/contexts/", 10) == 0) {
+        respond_not_found(x, path + 10);
+        return;
+    } else {
+        http_respond_error(x, 404, "%s %s: no such route on the code interpreter's port", m,
+                           path);
+        return;
+    }
+    if (c)
+        http_exchange_on_body(x, max, &body_callbacks, c);
+}
+
+void interp_warm(struct sbx *sb)
+{
+    struct interp_state *st = state_of(sb, true);
+    for (struct ictx *ctx = st ? st->contexts : NULL; ctx; ctx = ctx->next) {
+        err_t err;
+        if (ctx->is_default && !ctx->kernel && language_available(sb->d, ctx->lang) &&
+            kernel_start(ctx, &err) < 0)
+            fprintf(stderr, "hutch serve: sandbox %s: context %s: %s\n", sb->id, ctx->lang->name,
+                    err.msg);
+    }
+}
+
+void interp_release_all(struct sbx *sb, const char *why)
+{
+    struct interp_state *st = sb->interp;
+    if (!st)
+        return;
+    while (st->contexts) {
+        struct ictx *ctx = st->contexts;
+        if (ctx->kernel) {
+            scmd_detach(ctx->kernel, ctx);
+            ctx->kernel = NULL;
+        }
+        fail_calls(ctx, "SandboxError", why);
+        context_free(ctx);
+    }
+    free(st);
+    sb->interp = NULL;
+}
