@@ -104,8 +104,7 @@ static bool for_interp(const struct http_request *req)
     bool interp = false;
     if (port)
         return strcmp(port, INTERP_PORT) == 0;
-    return !http_request_header(req, "E2b-Sandbox-Id") && host_sandbox(req, id, &interp) &&
-           interp;
+    return !http_request_header(req, "E2b-Sandbox-Id") && host_sandbox(req, id, &interp) && interp;
 }
 
 /* The token the request carries is the sandbox's: envd's X-Access-Token, or on the code

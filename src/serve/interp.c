@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "api/control_json.h"
+#include "api/interp_json.h"
 #include "serve/commands.h"
 #include "util/strfmt.h"
 
@@ -18,7 +19,6 @@
 #define EXECUTE_BODY_MAX   (2u << 20)  /* an execute's JSON: its code and env vars */
 #define CONTEXT_BODY_MAX   (64u << 10)
 #define CONTEXTS_MAX       64     /* per sandbox, the default ones included */
-#define CWD_MAX            1024
 #define KEEPALIVE_MS       15000  /* a line while a cell runs (or waits) without other output */
 #define INTERRUPT_GRACE_MS 3000   /* after a SIGINT, before the kernel is killed and restarted */
 #define READY_TIMEOUT_MS   120000 /* a kernel's start-up (jshell takes seconds) */
@@ -52,7 +52,7 @@ struct icall {
     size_t len;
     char ctx_id[40]; /* restart: the context named by the path */
     struct ictx *ctx;
-    json_t *request; /* an execute's request to the kernel, its id set when sent */
+    struct interp_execute exec; /* an execute's request */
     char exec_id[33];
     bool responded, sent, held, interrupted, queued;
     uv_timer_t timer; /* keepalives, then an interrupt's grace */
@@ -65,10 +65,10 @@ struct ictx {
     struct sbx *sb;
     char id[37];
     const struct language *lang;
-    char cwd[CWD_MAX + 1];
+    char cwd[INTERP_CWD_MAX + 1];
     bool is_default;
     struct scmd *kernel; /* NULL when none runs */
-    bool ready;
+    bool ready, ever_ready;
     unsigned execution_count;
     struct icall *queue;   /* executes in order: the first one is running once sent */
     struct icall *waiters; /* creates and restarts waiting for ready */
@@ -85,7 +85,7 @@ struct interp_state {
 };
 
 static void kernel_kill(struct ictx *ctx);
-static void kernel_lost(struct ictx *ctx, const char *why);
+static void kernel_lost(struct ictx *ctx, const char *why, bool may_free);
 static void queue_kick(struct ictx *ctx);
 static void icall_finish(struct icall *c);
 static void exec_timer(uv_timer_t *t);
@@ -104,8 +104,7 @@ static const struct language *language_find(const char *name)
 static bool language_available(struct serve *d, const struct language *l)
 {
     char path[PATH_MAX];
-    return d->interp_path[0] &&
-           strfmt(path, sizeof path, "%s/%s", d->interp_path, l->file) == 0 &&
+    return d->interp_path[0] && strfmt(path, sizeof path, "%s/%s", d->interp_path, l->file) == 0 &&
            access(path, R_OK) == 0;
 }
 
@@ -187,8 +186,8 @@ static struct ictx *default_context(struct sbx *sb, const struct language *lang)
 
 static char *context_json(const struct ictx *ctx)
 {
-    json_t *o = json_pack("{s:s,s:s,s:s}", "id", ctx->id, "language", ctx->lang->name, "cwd",
-                          ctx->cwd);
+    json_t *o =
+        json_pack("{s:s,s:s,s:s}", "id", ctx->id, "language", ctx->lang->name, "cwd", ctx->cwd);
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return s;
@@ -219,15 +218,11 @@ static void respond_not_found(struct http_exchange *x, const char *id)
  * client is congested. */
 static void exec_write(struct icall *c, json_t *o)
 {
-    if (!o)
-        return;
-    char *s = c->x ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
+    size_t n = 0;
+    char *s = c->x ? interp_line(o, &n) : (json_decref(o), NULL);
     if (!s)
         return;
-    size_t n = strlen(s);
-    s[n] = '\n'; /* json_dumps's NUL becomes the line's end: the length is known */
-    int rc = http_respond_write(c->x, s, n + 1);
+    int rc = http_respond_write(c->x, s, n);
     free(s);
     c->last_write_ms = uv_now(c->d->loop);
     if (rc == 1 && !c->held && c->ctx && c->ctx->kernel) {
@@ -252,7 +247,7 @@ static void icall_freed(uv_handle_t *h)
 static void icall_free(struct icall *c)
 {
     free(c->body);
-    json_decref(c->request);
+    interp_execute_free(&c->exec);
     if (c->held && c->ctx && c->ctx->kernel)
         scmd_hold(c->ctx->kernel, false);
     if (c->timer_open)
@@ -346,8 +341,10 @@ static void exec_timer(uv_timer_t *t)
         struct ictx *ctx = c->ctx;
         if (ctx) {
             kernel_kill(ctx);
-            kernel_lost(ctx, "the kernel did not stop the interrupted execution: it was killed, "
-                             "and the context restarts with its state cleared");
+            kernel_lost(ctx,
+                        "the kernel did not stop the interrupted execution: it was killed, "
+                        "and the context restarts with its state cleared",
+                        false);
         }
         return;
     }
@@ -367,8 +364,7 @@ static void ready_answer(struct ictx *ctx, const char *failure)
         w->next = NULL;
         w->ctx = NULL;
         if (w->x && failure)
-            http_respond_error(w->x, 500, "context %s (%s): %s", ctx->id, ctx->lang->name,
-                               failure);
+            http_respond_error(w->x, 500, "context %s (%s): %s", ctx->id, ctx->lang->name, failure);
         else if (w->x) {
             char *json = context_json(ctx);
             respond_json_text(w->x, 200, json);
@@ -429,128 +425,59 @@ static void diag_add(struct ictx *ctx, const uint8_t *data, size_t len)
 /* The kernel broke the protocol: it is killed, and the context starts again. */
 static void kernel_violation(struct ictx *ctx, const char *what)
 {
-    char why[256];
+    char why[sizeof((err_t *)0)->msg + 128];
     snprintf(why, sizeof why,
              "the kernel sent %s: it was killed, and the context restarts with its state cleared",
              what);
     kernel_kill(ctx);
-    kernel_lost(ctx, why);
-}
-
-static const char *const result_strings[] = {"text",  "html",  "markdown", "svg",
-                                             "png",   "jpeg",  "pdf",      "latex",
-                                             "javascript"};
-static const char *const result_values[] = {"json", "data", "chart"};
-
-/* A result as the client gets it: only E2B's keys, each of the right kind. NULL when the
- * message is not one. */
-static json_t *result_message(json_t *m)
-{
-    json_t *out = json_object();
-    json_object_set_new(out, "type", json_string("result"));
-    for (size_t i = 0; i < sizeof result_strings / sizeof *result_strings; i++) {
-        json_t *v = json_object_get(m, result_strings[i]);
-        if (v && !json_is_string(v) && !json_is_null(v)) {
-            json_decref(out);
-            return NULL;
-        }
-        if (json_is_string(v))
-            json_object_set(out, result_strings[i], v);
-    }
-    for (size_t i = 0; i < sizeof result_values / sizeof *result_values; i++) {
-        json_t *v = json_object_get(m, result_values[i]);
-        if (v && !json_is_null(v))
-            json_object_set(out, result_values[i], v);
-    }
-    json_t *extra = json_object_get(m, "extra");
-    json_object_set_new(out, "extra", json_is_object(extra) ? json_incref(extra) : json_object());
-    json_object_set_new(out, "is_main_result",
-                        json_boolean(json_is_true(json_object_get(m, "is_main_result"))));
-    return out;
-}
-
-static void now_iso(struct serve *d, char out[32])
-{
-    (void)d;
-    api_time_format(sbx_wall_ms(), out);
+    kernel_lost(ctx, why, false);
 }
 
 static void handle_message(struct ictx *ctx, const char *line, size_t len)
 {
-    json_error_t jerr;
-    json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-    const char *type = json_string_value(json_object_get(m, "type"));
-    if (!json_is_object(m) || !type) {
-        json_decref(m);
-        kernel_violation(ctx, "a line that is not a message");
+    char at[32];
+    api_time_format(sbx_wall_ms(), at);
+    struct kernel_message m;
+    err_t err;
+    if (kernel_message_parse(line, len, at, &m, &err) < 0) {
+        kernel_violation(ctx, err.msg);
         return;
     }
+    struct icall *run = ctx->queue && ctx->queue->sent ? ctx->queue : NULL;
     if (!ctx->ready) {
-        bool ready = strcmp(type, "ready") == 0;
-        json_decref(m);
-        if (!ready) {
+        kernel_message_free(&m);
+        if (m.type != KERNEL_READY) {
             kernel_violation(ctx, "a message before it was ready");
             return;
         }
-        ctx->ready = true;
+        ctx->ready = ctx->ever_ready = true;
         ready_answer(ctx, NULL);
         queue_kick(ctx);
         return;
     }
-    struct icall *run = ctx->queue && ctx->queue->sent ? ctx->queue : NULL;
-    if (strcmp(type, "keepalive") == 0) {
-        json_decref(m);
+    switch (m.type) {
+    case KERNEL_READY:
+        kernel_violation(ctx, "a second ready");
         return;
-    }
-    if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
-        const char *text = json_string_value(json_object_get(m, "text"));
-        if (!text) {
-            json_decref(m);
-            kernel_violation(ctx, "output without its text");
-            return;
-        }
-        if (run) {
-            char at[32];
-            now_iso(ctx->sb->d, at);
-            exec_write(run, json_pack("{s:s,s:O,s:s}", "type", type, "text",
-                                      json_object_get(m, "text"), "timestamp", at));
-        }
-    } else if (strcmp(type, "result") == 0) {
-        json_t *r = result_message(m);
-        if (!r) {
-            json_decref(m);
-            kernel_violation(ctx, "a result with a malformed format");
-            return;
-        }
+    case KERNEL_KEEPALIVE:
+        return;
+    case KERNEL_OUTPUT:
+    case KERNEL_RESULT:
+    case KERNEL_ERROR: /* output between executions (a thread's) is dropped */
         if (run)
-            exec_write(run, r);
+            exec_write(run, m.client_line);
         else
-            json_decref(r);
-    } else if (strcmp(type, "error") == 0) {
-        const char *name = json_string_value(json_object_get(m, "name"));
-        const char *value = json_string_value(json_object_get(m, "value"));
-        const char *tb = json_string_value(json_object_get(m, "traceback"));
-        if (run)
-            exec_write(run, json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name",
-                                      name ? name : "Error", "value", value ? value : "",
-                                      "traceback", tb ? tb : ""));
-    } else if (strcmp(type, "end_of_execution") == 0) {
-        const char *id = json_string_value(json_object_get(m, "id"));
-        if (!run || !id || strcmp(id, run->exec_id) != 0) {
-            json_decref(m);
+            json_decref(m.client_line);
+        return;
+    case KERNEL_END_OF_EXECUTION:
+        if (!run || strcmp(m.end_id, run->exec_id) != 0) {
             kernel_violation(ctx, "the end of an execution that was not running");
             return;
         }
         icall_finish(run);
-        json_decref(m);
         queue_kick(ctx);
         return;
-    } else {
-        json_decref(m);
-        kernel_violation(ctx, "a message of an unknown type");
-        return;
     }
-    json_decref(m);
 }
 
 static void on_kernel_output(struct scmd *c, const char *stream, const uint8_t *data, size_t len,
@@ -605,12 +532,12 @@ static void on_kernel_end(struct scmd *c, void *user)
         snprintf(why, sizeof why, "the kernel was lost: %s%s%s", c->error, tail[0] ? "; " : "",
                  tail);
     else if (c->signo)
-        snprintf(why, sizeof why, "the kernel died of signal %d%s%s", c->signo,
-                 tail[0] ? ": " : "", tail);
+        snprintf(why, sizeof why, "the kernel died of signal %d%s%s", c->signo, tail[0] ? ": " : "",
+                 tail);
     else
         snprintf(why, sizeof why, "the kernel exited with status %d%s%s", c->exit_code,
                  tail[0] ? ": " : "", tail);
-    kernel_lost(ctx, why);
+    kernel_lost(ctx, why, true);
 }
 
 static const struct scmd_listener kernel_listener = {on_kernel_started, on_kernel_output,
@@ -648,7 +575,7 @@ static int kernel_start(struct ictx *ctx, err_t *err)
 
 /* The kernel is gone (dead, or killed by us): what it ran fails with why; the waiting executes
  * start a new kernel, unless it never got ready (then it cannot start: all of them fail). */
-static void kernel_lost(struct ictx *ctx, const char *why)
+static void kernel_lost(struct ictx *ctx, const char *why, bool may_free)
 {
     bool was_ready = ctx->ready;
     ctx->ready = false;
@@ -660,6 +587,10 @@ static void kernel_lost(struct ictx *ctx, const char *why)
     }
     if (!was_ready) {
         fail_calls(ctx, "KernelError", why);
+        /* a context made by a create that failed is not one: it goes (only from the command's
+         * end, where nothing walks it after us) */
+        if (may_free && !ctx->is_default && !ctx->ever_ready)
+            context_free(ctx);
         return;
     }
     ctx->execution_count = 0;
@@ -701,17 +632,15 @@ static void queue_kick(struct ictx *ctx)
     if (!ctx->ready)
         return;
     random_hex(c->exec_id, 16);
-    json_object_set_new(c->request, "id", json_string(c->exec_id));
-    char *s = json_dumps(c->request, JSON_COMPACT);
+    size_t n;
+    char *s = interp_execute_request(&c->exec, c->exec_id, &n);
     if (!s) {
         exec_error(c, "KernelError", "out of memory");
         icall_finish(c);
         queue_kick(ctx);
         return;
     }
-    size_t n = strlen(s);
-    s[n] = '\n';
-    int rc = scmd_input(ctx->kernel, false, (const uint8_t *)s, n + 1, &err);
+    int rc = scmd_input(ctx->kernel, false, (const uint8_t *)s, n, &err);
     free(s);
     if (rc < 0) {
         exec_error(c, "KernelError", err.msg);
@@ -743,10 +672,9 @@ static struct icall *icall_new(struct serve *d, struct sbx *sb, struct http_exch
     return c;
 }
 
-static void exec_accept(struct icall *c, struct ictx *ctx, json_t *request)
+static void exec_accept(struct icall *c, struct ictx *ctx)
 {
     c->ctx = ctx;
-    c->request = request;
     static const struct http_header h[] = {{"Content-Type", "application/x-ndjson"}};
     http_respond_start(c->x, 200, h, 1, -1);
     c->responded = true;
@@ -764,152 +692,66 @@ static void exec_accept(struct icall *c, struct ictx *ctx, json_t *request)
     queue_kick(ctx);
 }
 
-/* An env_vars object of strings only, or NULL (absent or null: {}). */
-static int env_vars_check(json_t *v, err_t *err)
-{
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_object(v))
-        return err_set(err, EINVAL, "env_vars must be an object of strings");
-    const char *k;
-    json_t *val;
-    json_object_foreach(v, k, val)
-    {
-        if (!json_is_string(val))
-            return err_set(err, EINVAL, "env_vars.%.64s must be a string", k);
-        if (!k[0] || strchr(k, '='))
-            return err_set(err, EINVAL, "env_vars: '%.64s' is not a variable's name", k);
-    }
-    return 0;
-}
-
 static void do_execute(struct icall *c, struct sbx *sb)
 {
-    json_error_t jerr;
-    json_t *body = json_loadb(c->body ? c->body : "", c->len, JSON_REJECT_DUPLICATES, &jerr);
     err_t err;
-    if (!json_is_object(body)) {
-        json_decref(body);
-        http_respond_error(c->x, 400, "the body must be a JSON object: %s", jerr.text);
-        return;
-    }
-    json_t *code = json_object_get(body, "code");
-    json_t *context_id = json_object_get(body, "context_id");
-    json_t *language = json_object_get(body, "language");
-    json_t *env_vars = json_object_get(body, "env_vars");
-    if (json_is_null(context_id))
-        context_id = NULL;
-    if (json_is_null(language))
-        language = NULL;
-    const char *bad = !json_is_string(code)                     ? "code must be a string"
-                      : context_id && !json_is_string(context_id) ? "context_id must be a string"
-                      : language && !json_is_string(language)     ? "language must be a string"
-                      : context_id && language
-                          ? "give context_id or language, not both"
-                          : NULL;
-    if (bad) {
-        json_decref(body);
-        http_respond_error(c->x, 400, "%s", bad);
-        return;
-    }
-    if (env_vars_check(env_vars, &err) < 0) {
-        json_decref(body);
+    if (interp_execute_parse(c->body, c->len, &c->exec, &err) < 0) {
         http_respond_error(c->x, 400, "%s", err.msg);
         return;
     }
     struct ictx *ctx;
-    if (context_id) {
-        ctx = context_find(sb, json_string_value(context_id));
+    if (c->exec.context_id) {
+        ctx = context_find(sb, c->exec.context_id);
         if (!ctx) {
-            respond_not_found(c->x, json_string_value(context_id));
-            json_decref(body);
+            respond_not_found(c->x, c->exec.context_id);
             return;
         }
     } else {
         const struct language *l =
-            language ? language_find(json_string_value(language)) : &languages[0];
+            c->exec.language ? language_find(c->exec.language) : &languages[0];
         if (!l) {
-            http_respond_error(c->x, 400, "language '%.64s' is not supported",
-                               json_string_value(language));
-            json_decref(body);
+            http_respond_error(c->x, 400, "language '%.64s' is not supported", c->exec.language);
             return;
         }
         ctx = default_context(sb, l);
         if (!ctx) {
             http_respond_error(c->x, 429, "this sandbox has %d contexts already", CONTEXTS_MAX);
-            json_decref(body);
             return;
         }
     }
-    json_t *request =
-        json_pack("{s:s,s:O,s:o}", "type", "execute", "code", code, "env_vars",
-                  json_is_object(env_vars) ? json_incref(env_vars) : json_object());
-    json_decref(body);
-    if (!request) {
-        http_respond_error(c->x, 500, "out of memory");
-        return;
-    }
-    exec_accept(c, ctx, request);
-}
-
-/* A cwd as a context takes it: absolute, without NUL bytes, within CWD_MAX. */
-static const char *cwd_check(json_t *cwd)
-{
-    if (!cwd || json_is_null(cwd))
-        return NULL;
-    const char *s = json_string_value(cwd);
-    if (!s)
-        return "cwd must be a string";
-    if (s[0] != '/')
-        return "cwd must be an absolute path";
-    if (strlen(s) > CWD_MAX || json_string_length(cwd) != strlen(s))
-        return "cwd is too long, or has a NUL byte";
-    return NULL;
+    exec_accept(c, ctx);
 }
 
 static void do_create(struct icall *c, struct sbx *sb)
 {
-    json_error_t jerr;
-    json_t *body = c->len ? json_loadb(c->body, c->len, JSON_REJECT_DUPLICATES, &jerr)
-                          : json_object();
-    if (!json_is_object(body)) {
-        json_decref(body);
-        http_respond_error(c->x, 400, "the body must be a JSON object");
+    struct interp_context_request r;
+    err_t err;
+    if (interp_context_parse(c->body, c->len, &r, &err) < 0) {
+        http_respond_error(c->x, 400, "%s", err.msg);
         return;
     }
-    json_t *language = json_object_get(body, "language");
-    json_t *cwd = json_object_get(body, "cwd");
-    const struct language *l = &languages[0];
-    if (language && !json_is_null(language)) {
-        l = json_is_string(language) ? language_find(json_string_value(language)) : NULL;
-        if (!l) {
-            http_respond_error(c->x, 400,
-                               "language %.64s is not supported: python, javascript (js), "
-                               "typescript (ts), bash, r or java",
-                               json_is_string(language) ? json_string_value(language) : "");
-            json_decref(body);
-            return;
-        }
-    }
-    const char *bad = cwd_check(cwd);
-    if (bad) {
-        http_respond_error(c->x, 400, "%s", bad);
-        json_decref(body);
+    const struct language *l = r.language ? language_find(r.language) : &languages[0];
+    if (!l) {
+        http_respond_error(c->x, 400,
+                           "language '%.64s' is not supported: python, javascript (js), "
+                           "typescript (ts), bash, r or java",
+                           r.language);
+        interp_context_free(&r);
         return;
     }
     if (!language_available(sb->d, l)) {
-        http_respond_error(c->x, 400, "language '%s' is not available: this daemon has no %s kernel",
-                           l->name, l->name);
-        json_decref(body);
+        http_respond_error(c->x, 400,
+                           "language '%s' is not available: this daemon has no %s kernel", l->name,
+                           l->name);
+        interp_context_free(&r);
         return;
     }
-    struct ictx *ctx = context_new(sb, l, json_string_value(cwd), false);
-    json_decref(body);
+    struct ictx *ctx = context_new(sb, l, r.cwd, false);
+    interp_context_free(&r);
     if (!ctx) {
         http_respond_error(c->x, 429, "this sandbox has %d contexts already", CONTEXTS_MAX);
         return;
     }
-    err_t err;
     if (kernel_start(ctx, &err) < 0) {
         http_respond_error(c->x, 500, "context %s: %s", ctx->id, err.msg);
         context_free(ctx);
@@ -978,8 +820,8 @@ static void do_list(struct http_exchange *x, struct sbx *sb)
     struct interp_state *st = state_of(sb, true);
     json_t *a = json_array();
     for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
-        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "id", c->id, "language",
-                                           c->lang->name, "cwd", c->cwd));
+        json_array_append_new(
+            a, json_pack("{s:s,s:s,s:s}", "id", c->id, "language", c->lang->name, "cwd", c->cwd));
     char *s = json_dumps(a, JSON_COMPACT);
     json_decref(a);
     respond_json_text(x, 200, s);
@@ -1058,8 +900,7 @@ void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
         respond_not_found(x, path + 10);
         return;
     } else {
-        http_respond_error(x, 404, "%s %s: no such route on the code interpreter's port", m,
-                           path);
+        http_respond_error(x, 404, "%s %s: no such route on the code interpreter's port", m, path);
         return;
     }
     if (c)

@@ -183,8 +183,7 @@ static bool reachable_by_others(const char *path)
     char dir[PATH_MAX];
     struct stat st;
     if (stat(path, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
-        (st.st_mode & 0005) != 0005 ||
-        strfmt(dir, sizeof dir, "%s", path) < 0)
+        (st.st_mode & 0005) != 0005 || strfmt(dir, sizeof dir, "%s", path) < 0)
         return false;
     for (char *slash = strrchr(dir, '/'); slash && slash > dir; slash = strrchr(dir, '/')) {
         *slash = '\0';
@@ -229,9 +228,9 @@ static void find_sudo(struct serve *d)
 }
 
 /* The code contexts' kernels (src/interp): $HUTCH_INTERP ("" for none), else src/interp of the
- * source tree our binary was built in (BIN/../src/interp), else an installed BIN/../lib/hutch/interp.
- * Without them sandboxes have no code contexts (port 49999 answers so), and nothing else
- * changes. */
+ * source tree our binary was built in (BIN/../src/interp), else an installed
+ * BIN/../lib/hutch/interp. Without them sandboxes have no code contexts (port 49999 answers so),
+ * and nothing else changes. */
 static void find_interp(struct serve *d)
 {
     const char *env = getenv("HUTCH_INTERP");
