@@ -201,7 +201,13 @@ int kernel_message_parse(const char *line, size_t len, const char *timestamp_iso
     if (!json_is_object(m) || !type) {
         rc = err_set(err, EPROTO, "a line that is not a message");
     } else if (strcmp(type, "ready") == 0) {
+        json_t *pid = json_object_get(m, "pid");
         out->type = KERNEL_READY;
+        if (pid && (!json_is_integer(pid) || json_integer_value(pid) < 2 ||
+                    json_integer_value(pid) > (1 << 22)))
+            rc = err_set(err, EPROTO, "a ready whose pid is not one");
+        else if (pid)
+            out->pid = (long)json_integer_value(pid);
     } else if (strcmp(type, "keepalive") == 0) {
         out->type = KERNEL_KEEPALIVE;
     } else if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {

@@ -45,6 +45,7 @@ struct kernel_message {
     enum kernel_message_type type;
     json_t *client_line; /* what the client gets (timestamp_iso added to output); NULL if none */
     char end_id[65];
+    long pid; /* READY: the kernel's pid in its sandbox when it says it (a zygote's fork), or 0 */
 };
 /* EPROTO with what was wrong in err (for the error that says why the kernel was stopped). */
 int kernel_message_parse(const char *line, size_t len, const char *timestamp_iso,

@@ -12,6 +12,7 @@
 
 #include "api/control_json.h"
 #include "api/interp_json.h"
+#include "jail/cgroup.h"
 #include "serve/commands.h"
 #include "util/strfmt.h"
 
@@ -24,19 +25,22 @@
 #define READY_TIMEOUT_MS   120000 /* a kernel's start-up (jshell takes seconds) */
 #define DIAG_MAX           2048   /* the tail of a kernel's stderr kept for an error message */
 #define KERNEL_TAG_PREFIX  "hutch-interp "
+#define ZYGOTE_STARTS_MAX  3 /* a zygote that keeps dying is given up: kernels start cold */
+#define ZYGOTE_PRELOAD     "numpy,pandas,matplotlib.pyplot"
 
 struct language {
     const char *name, *alias;
     const char *interpreter, *file, *arg; /* argv: interpreter DIR/file [arg] */
+    bool zygote; /* its kernels fork from a warm zygote (src/interp/PROTOCOL.md, "Zygotes") */
 };
 
 static const struct language languages[] = {
-    {"python", NULL, "/usr/bin/python3", "python_kernel.py", NULL},
-    {"javascript", "js", "/usr/bin/node", "js_kernel.mjs", NULL},
-    {"typescript", "ts", "/usr/bin/node", "js_kernel.mjs", "--typescript"},
-    {"bash", NULL, "/usr/bin/python3", "bash_kernel.py", NULL},
-    {"r", NULL, "/usr/bin/python3", "r_kernel.py", NULL},
-    {"java", NULL, "/usr/bin/python3", "java_kernel.py", NULL},
+    {"python", NULL, "/usr/bin/python3", "python_kernel.py", NULL, true},
+    {"javascript", "js", "/usr/bin/node", "js_kernel.mjs", NULL, false},
+    {"typescript", "ts", "/usr/bin/node", "js_kernel.mjs", "--typescript", false},
+    {"bash", NULL, "/usr/bin/python3", "bash_kernel.py", NULL, false},
+    {"r", NULL, "/usr/bin/python3", "r_kernel.py", NULL, false},
+    {"java", NULL, "/usr/bin/python3", "java_kernel.py", NULL, false},
 };
 
 enum icall_op { ICALL_EXECUTE, ICALL_CREATE, ICALL_RESTART };
@@ -82,6 +86,10 @@ struct ictx {
 struct interp_state {
     struct ictx *contexts;
     unsigned n_contexts;
+    /* the python zygote: a command of its own, started with the first context */
+    struct scmd *zygote;
+    unsigned zygote_starts;
+    bool preload; /* the data stack imported in it (code-interpreter-v1) */
 };
 
 static void kernel_kill(struct ictx *ctx);
@@ -89,6 +97,7 @@ static void kernel_lost(struct ictx *ctx, const char *why, bool may_free);
 static void queue_kick(struct ictx *ctx);
 static void icall_finish(struct icall *c);
 static void exec_timer(uv_timer_t *t);
+static int kernel_adopt(struct ictx *ctx, long ns_pid, err_t *err);
 
 /* ---------- small things ---------- */
 
@@ -425,7 +434,7 @@ static void diag_add(struct ictx *ctx, const uint8_t *data, size_t len)
 /* The kernel broke the protocol: it is killed, and the context starts again. */
 static void kernel_violation(struct ictx *ctx, const char *what)
 {
-    char why[sizeof((err_t *)0)->msg + 128];
+    char why[2 * sizeof((err_t *)0)->msg];
     snprintf(why, sizeof why,
              "the kernel sent %s: it was killed, and the context restarts with its state cleared",
              what);
@@ -448,6 +457,14 @@ static void handle_message(struct ictx *ctx, const char *line, size_t len)
         kernel_message_free(&m);
         if (m.type != KERNEL_READY) {
             kernel_violation(ctx, "a message before it was ready");
+            return;
+        }
+        if (m.pid && ctx->kernel && m.pid != (long)ctx->kernel->pid &&
+            kernel_adopt(ctx, m.pid, &err) < 0) {
+            char what[sizeof err.msg + 64];
+            snprintf(what, sizeof what, "a ready for a process the daemon could not adopt (%s)",
+                     err.msg);
+            kernel_violation(ctx, what);
             return;
         }
         ctx->ready = ctx->ever_ready = true;
@@ -543,6 +560,121 @@ static void on_kernel_end(struct scmd *c, void *user)
 static const struct scmd_listener kernel_listener = {on_kernel_started, on_kernel_output,
                                                      on_kernel_end};
 
+/* ---------- the zygote ---------- */
+
+static void on_zygote_started(struct scmd *c, void *user)
+{
+    (void)c;
+    (void)user;
+}
+
+static void on_zygote_output(struct scmd *c, const char *stream, const uint8_t *data, size_t len,
+                             void *user)
+{
+    (void)c, (void)stream, (void)data, (void)len, (void)user; /* read to keep its pipes flowing */
+}
+
+static void on_zygote_end(struct scmd *c, void *user)
+{
+    struct sbx *sb = user;
+    if (sb->interp && sb->interp->zygote == c)
+        sb->interp->zygote = NULL;
+}
+
+static const struct scmd_listener zygote_listener = {on_zygote_started, on_zygote_output,
+                                                     on_zygote_end};
+
+/* Starts the sandbox's python zygote unless it runs (or kept dying, or there is no stub): the
+ * kernels started meanwhile start cold, the stub falls back when nothing listens. */
+static void zygote_start(struct sbx *sb)
+{
+    struct interp_state *st = sb->interp;
+    const struct language *py = &languages[0];
+    if (!st || st->zygote || st->zygote_starts >= ZYGOTE_STARTS_MAX ||
+        !sb->d->kernel_stub_path[0] || !language_available(sb->d, py))
+        return;
+    st->zygote_starts++;
+    char file[sizeof INTERP_SANDBOX_DIR + 64];
+    snprintf(file, sizeof file, "%s/%s", INTERP_SANDBOX_DIR, py->file);
+    const char *argv[] = {py->interpreter, file,        "--zygote", py->name,
+                          st->preload ? "--preload" : NULL, ZYGOTE_PRELOAD, NULL};
+    char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
+    char **env = scmd_env(sb, false, extra);
+    if (!env)
+        return;
+    struct jail_command_spec spec = {
+        .argv = argv,
+        .envp = (const char *const *)env,
+        .cwd = JAIL_USER_HOME,
+        .tag = KERNEL_TAG_PREFIX "zygote python",
+        .stdin_pipe = true, /* its end (the daemon's) ends it */
+    };
+    err_t err;
+    st->zygote = scmd_start(sb, &spec, &zygote_listener, sb, &err);
+    scmd_free_list(env);
+    if (!st->zygote)
+        fprintf(stderr, "hutch serve: sandbox %s: the python zygote: %s\n", sb->id, err.msg);
+}
+
+/* The pid, as the host sees it, of the process the sandbox knows as ns_pid, among those of the
+ * zygote's cgroup (where a kernel it forked is until it is moved): 0 when none is. */
+static pid_t zygote_child_host_pid(struct sbx *sb, long ns_pid, err_t *err)
+{
+    struct scmd *z = sb->interp ? sb->interp->zygote : NULL;
+    if (!z)
+        return err_set(err, ESRCH, "no zygote runs"), 0;
+    if ((long)z->pid == ns_pid)
+        return err_set(err, EPERM, "that is the zygote itself"), 0;
+    struct cgroup *cg;
+    if (jail_command_group_open(&sb->jail, z->group, &cg, err) < 0)
+        return 0;
+    char path[PATH_MAX];
+    static const char *const holders[] = {"", "pids", "memory"};
+    int rc = -1;
+    for (size_t i = 0; i < sizeof holders / sizeof *holders && rc < 0; i++)
+        rc = cgroup_file_path(cg, holders[i], "cgroup.procs", path, sizeof path, err);
+    cgroup_free(cg);
+    FILE *f = rc == 0 ? fopen(path, "re") : NULL;
+    if (!f)
+        return err_set(err, errno ? errno : ENOENT, "the zygote's cgroup.procs"), 0;
+    pid_t found = 0;
+    long host;
+    while (!found && fscanf(f, "%ld", &host) == 1) {
+        char status[64], line[256];
+        snprintf(status, sizeof status, "/proc/%ld/status", host);
+        FILE *st = fopen(status, "re");
+        while (st && fgets(line, sizeof line, st))
+            if (strncmp(line, "NSpid:", 6) == 0) {
+                /* the last one is the pid in the innermost namespace: the sandbox's */
+                char *last = strrchr(line, '\t');
+                if (last && strtol(last + 1, NULL, 10) == ns_pid)
+                    found = (pid_t)host;
+                break;
+            }
+        if (st)
+            fclose(st);
+    }
+    fclose(f);
+    if (!found)
+        err_set(err, ESRCH, "no process %ld came from the zygote", ns_pid);
+    return found;
+}
+
+/* A kernel forked by the zygote joins its context's command cgroup, so that killing the command
+ * takes it and all it starts (it starts nothing before its first execute). */
+static int kernel_adopt(struct ictx *ctx, long ns_pid, err_t *err)
+{
+    pid_t host = zygote_child_host_pid(ctx->sb, ns_pid, err);
+    if (!host)
+        return -1;
+    struct cgroup *cg;
+    if (jail_command_group_open(&ctx->sb->jail, ctx->kernel->group, &cg, err) < 0)
+        return -1;
+    int rc = cgroup_attach(cg, host, err);
+    cgroup_free(cg);
+    return rc;
+}
+
 static int kernel_start(struct ictx *ctx, err_t *err)
 {
     struct sbx *sb = ctx->sb;
@@ -552,7 +684,15 @@ static int kernel_start(struct ictx *ctx, err_t *err)
     char file[sizeof INTERP_SANDBOX_DIR + 64], tag[JAIL_COMMAND_MAX_TAG + 1];
     snprintf(file, sizeof file, "%s/%s", INTERP_SANDBOX_DIR, ctx->lang->file);
     snprintf(tag, sizeof tag, "%s%s %s", KERNEL_TAG_PREFIX, ctx->id, ctx->lang->name);
-    const char *argv[] = {ctx->lang->interpreter, file, ctx->lang->arg, NULL};
+    struct interp_state *st = sb->interp;
+    bool forked = ctx->lang->zygote && sb->d->kernel_stub_path[0];
+    if (forked)
+        zygote_start(sb);
+    /* through the stub, the zygote's fork, or (none listening) the interpreter all the same */
+    const char *cold[] = {ctx->lang->interpreter, file, ctx->lang->arg, NULL};
+    const char *via_stub[] = {INTERP_SANDBOX_STUB, ctx->lang->name, "--", ctx->lang->interpreter,
+                              file, ctx->lang->arg, NULL};
+    const char *const *argv = forked && st && st->zygote ? via_stub : cold;
     char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
     char **env = scmd_env(sb, false, extra);
     if (!env)
@@ -910,6 +1050,10 @@ void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
 void interp_warm(struct sbx *sb)
 {
     struct interp_state *st = state_of(sb, true);
+    if (st && !st->zygote) {
+        st->preload = true;
+        zygote_start(sb);
+    }
     for (struct ictx *ctx = st ? st->contexts : NULL; ctx; ctx = ctx->next) {
         err_t err;
         if (ctx->is_default && !ctx->kernel && language_available(sb->d, ctx->lang) &&
@@ -933,6 +1077,8 @@ void interp_release_all(struct sbx *sb, const char *why)
         fail_calls(ctx, "SandboxError", why);
         context_free(ctx);
     }
+    if (st->zygote)
+        scmd_detach(st->zygote, sb);
     free(st);
     sb->interp = NULL;
 }

@@ -24,6 +24,8 @@
 
 /* Where every sandbox sees the kernels (serve.c binds src/interp there, read-only). */
 #define INTERP_SANDBOX_DIR "/usr/local/lib/hutch/interp"
+/* ... and the stub that takes a kernel forked from a zygote (src/kstub/main.c). */
+#define INTERP_SANDBOX_STUB "/usr/local/lib/hutch/kernel-stub"
 /* The port the SDK names for the code interpreter. */
 #define INTERP_PORT "49999"
 

@@ -459,7 +459,7 @@ static int start_jail(struct sbx *sb, err_t *err)
         .writable_root = true,
         .layer_dir = layer,
         .dpkg_dir = access("/var/lib/dpkg/status", F_OK) == 0 ? "/var/lib/dpkg" : NULL,
-        .mounts = d->mounts, /* hutch's sudo and kernels (serve.c, find_sudo, find_interp) */
+        .mounts = d->mounts, /* sudo, the kernels, their stub (serve.c) */
         .n_mounts = d->n_mounts,
     };
     int rc = jail_start_begin(&spec, &sb->jail, err);
