@@ -942,7 +942,7 @@ class Kernel:
             raise KeyboardInterrupt
 
     def serve(self):
-        self.send({"type": "ready", "language": LANGUAGE})
+        self.send({"type": "ready", "language": LANGUAGE, "pid": os.getpid()})
         for line in self._requests():
             try:
                 request = self._parse(line)

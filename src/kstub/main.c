@@ -4,13 +4,16 @@
  *     hutch-kernel-stub ZYGOTE -- PROGRAM [ARG...]
  *
  * The daemon starts this as the context's command (its own command cgroup, its stdin and
- * stdout pipes). It connects to the zygote named ZYGOTE (an abstract unix socket: the sandbox's
- * network namespace is its own, so no other sandbox has the name) and hands it its cwd, its
+ * stdout pipes). It connects to the zygote named ZYGOTE (the unix socket
+ * /tmp/.hutch-zygote-ZYGOTE, in the sandbox's own /tmp: an abstract name would be simpler, but
+ * every command is a Landlock domain of its own, scoped, which cannot reach another's abstract
+ * sockets) and hands it its cwd, its
  * environment and its fds 0, 1 and 2; the zygote forks a kernel that takes them, and answers
  * with the kernel's pid. The daemon then moves that kernel into this command's cgroup (it says
  * its pid in its ready message), so that killing the command takes the kernel and its whole
- * tree. The stub stays as the command's first process: it passes the signals it gets on to the
- * kernel (the daemon's SIGINT is an interrupt) and ends as the kernel ended.
+ * tree. The stub stays as the command's first process and ends as the kernel ended; the signals
+ * it gets it tries to pass on (Landlock's signal scope may refuse: the daemon signals a forked
+ * kernel itself, by its pidfd).
  *
  * Without a zygote (none yet, or it went), or when anything of the handover fails before the
  * zygote took the fds, it execs PROGRAM itself: the kernel then starts cold, and nothing else
@@ -60,18 +63,13 @@ static size_t build_message(char *buf, size_t cap)
 static int connect_zygote(const char *name)
 {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    size_t len = strlen(name);
-    static const char prefix[] = "hutch-zygote-";
-    if (len + sizeof prefix > sizeof addr.sun_path - 1)
+    int n = snprintf(addr.sun_path, sizeof addr.sun_path, "/tmp/.hutch-zygote-%s", name);
+    if (n < 0 || (size_t)n >= sizeof addr.sun_path)
         return -1;
-    /* abstract: a leading NUL, then the name without a terminator */
-    memcpy(addr.sun_path + 1, prefix, sizeof prefix - 1);
-    memcpy(addr.sun_path + sizeof prefix, name, len);
-    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + sizeof prefix + len);
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (s < 0)
         return -1;
-    if (connect(s, (struct sockaddr *)&addr, alen) < 0) {
+    if (connect(s, (struct sockaddr *)&addr, sizeof addr) < 0) {
         close(s);
         return -1;
     }

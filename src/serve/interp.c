@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "api/control_json.h"
@@ -27,6 +28,7 @@
 #define KERNEL_TAG_PREFIX  "hutch-interp "
 #define ZYGOTE_STARTS_MAX  3 /* a zygote that keeps dying is given up: kernels start cold */
 #define ZYGOTE_PRELOAD     "numpy,pandas,matplotlib.pyplot"
+#define ZYGOTE_FILE        "python_zygote.py"
 
 struct language {
     const char *name, *alias;
@@ -72,6 +74,7 @@ struct ictx {
     char cwd[INTERP_CWD_MAX + 1];
     bool is_default;
     struct scmd *kernel; /* NULL when none runs */
+    int kernel_pidfd;    /* a kernel forked by the zygote: signalled by it (interrupts); or -1 */
     bool ready, ever_ready;
     unsigned execution_count;
     struct icall *queue;   /* executes in order: the first one is running once sent */
@@ -98,6 +101,8 @@ static void queue_kick(struct ictx *ctx);
 static void icall_finish(struct icall *c);
 static void exec_timer(uv_timer_t *t);
 static int kernel_adopt(struct ictx *ctx, long ns_pid, err_t *err);
+static void kernel_interrupt(struct ictx *ctx);
+static void kernel_pidfd_close(struct ictx *ctx);
 
 /* ---------- small things ---------- */
 
@@ -152,6 +157,7 @@ static struct ictx *context_new(struct sbx *sb, const struct language *lang, con
     if (!ctx)
         return NULL;
     ctx->sb = sb;
+    ctx->kernel_pidfd = -1;
     ctx->lang = lang;
     ctx->is_default = is_default;
     new_context_id(ctx->id);
@@ -322,8 +328,7 @@ static void on_exchange_end(struct http_exchange *x, void *user)
     c->held = false;
     if (!c->interrupted && ctx->kernel) {
         c->interrupted = true;
-        err_t err;
-        scmd_signal_leader(ctx->kernel, SIGINT, &err);
+        kernel_interrupt(ctx);
         if (c->timer_open)
             uv_timer_start(&c->timer, exec_timer, INTERRUPT_GRACE_MS, 0);
     }
@@ -393,6 +398,7 @@ static void context_free(struct ictx *ctx)
             st->n_contexts--;
             break;
         }
+    kernel_pidfd_close(ctx);
     free(ctx->line);
     free(ctx);
 }
@@ -560,6 +566,24 @@ static void on_kernel_end(struct scmd *c, void *user)
 static const struct scmd_listener kernel_listener = {on_kernel_started, on_kernel_output,
                                                      on_kernel_end};
 
+/* SIGINT to the kernel: a forked one by its pidfd (its stub, a Landlock domain apart, may not
+ * signal it), one started cold as its command's first process. */
+static void kernel_interrupt(struct ictx *ctx)
+{
+    err_t err;
+    if (ctx->kernel_pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, ctx->kernel_pidfd, SIGINT, NULL, 0);
+    else if (ctx->kernel)
+        scmd_signal_leader(ctx->kernel, SIGINT, &err);
+}
+
+static void kernel_pidfd_close(struct ictx *ctx)
+{
+    if (ctx->kernel_pidfd >= 0)
+        close(ctx->kernel_pidfd);
+    ctx->kernel_pidfd = -1;
+}
+
 /* ---------- the zygote ---------- */
 
 static void on_zygote_started(struct scmd *c, void *user)
@@ -594,10 +618,13 @@ static void zygote_start(struct sbx *sb)
         !sb->d->kernel_stub_path[0] || !language_available(sb->d, py))
         return;
     st->zygote_starts++;
-    char file[sizeof INTERP_SANDBOX_DIR + 64];
-    snprintf(file, sizeof file, "%s/%s", INTERP_SANDBOX_DIR, py->file);
-    const char *argv[] = {py->interpreter, file,        "--zygote", py->name,
-                          st->preload ? "--preload" : NULL, ZYGOTE_PRELOAD, NULL};
+    char file[sizeof INTERP_SANDBOX_DIR + 64], host[PATH_MAX];
+    if (strfmt(host, sizeof host, "%s/%s", sb->d->interp_path, ZYGOTE_FILE) < 0 ||
+        access(host, R_OK) < 0)
+        return;
+    snprintf(file, sizeof file, "%s/%s", INTERP_SANDBOX_DIR, ZYGOTE_FILE);
+    const char *argv[] = {py->interpreter, file, py->name, st->preload ? "--preload" : NULL,
+                          ZYGOTE_PRELOAD, NULL};
     char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
     char **env = scmd_env(sb, false, extra);
     if (!env)
@@ -672,6 +699,10 @@ static int kernel_adopt(struct ictx *ctx, long ns_pid, err_t *err)
         return -1;
     int rc = cgroup_attach(cg, host, err);
     cgroup_free(cg);
+    if (rc == 0) {
+        kernel_pidfd_close(ctx);
+        ctx->kernel_pidfd = (int)syscall(SYS_pidfd_open, host, 0);
+    }
     return rc;
 }
 
@@ -717,6 +748,7 @@ static int kernel_start(struct ictx *ctx, err_t *err)
  * start a new kernel, unless it never got ready (then it cannot start: all of them fail). */
 static void kernel_lost(struct ictx *ctx, const char *why, bool may_free)
 {
+    kernel_pidfd_close(ctx);
     bool was_ready = ctx->ready;
     ctx->ready = false;
     ctx->line_len = 0;
@@ -740,6 +772,7 @@ static void kernel_lost(struct ictx *ctx, const char *why, bool may_free)
 static void kernel_kill(struct ictx *ctx)
 {
     struct scmd *k = ctx->kernel;
+    kernel_pidfd_close(ctx);
     if (!k)
         return;
     ctx->kernel = NULL;
