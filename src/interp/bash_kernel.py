@@ -133,6 +133,12 @@ class Kernel:
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.protocol.inp, selectors.EVENT_READ, "requests")
         self.sel.register(self.fifo_r, selectors.EVENT_READ, "marks")
+        # A SIGINT wakes the loop up, so that the interrupt's grace is timed from it.
+        self.wakeup_r, wakeup_w = os.pipe()
+        for fd in (self.wakeup_r, wakeup_w):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(wakeup_w, warn_on_full_buffer=False)
+        self.sel.register(self.wakeup_r, selectors.EVENT_READ, "signal")
         self.shell = None
         self.current = None       # the execution running: dict(id, token, interrupted_at, ...)
         self.requests = []
@@ -328,6 +334,8 @@ class Kernel:
                         return
                 elif key.data == "marks":
                     self.on_marks()
+                elif key.data == "signal":
+                    os.read(self.wakeup_r, 256)
                 elif key.data == "output" and self.shell is not None:
                     if not self.read_output(key.fd):
                         self.sel.unregister(key.fd)

@@ -70,44 +70,28 @@ function barrierPrefix() {
 }
 
 // Passes a stream's text on, taking out the current execution's barrier marks. A tail that may
-// be the start of a mark is held until the next read; any other text goes at once.
+// be the start of a mark waits for the next read; any other text goes at once.
 function scanOutput(stream) {
     const prefix = barrierPrefix();
-    for (;;) {
-        if (!prefix) {
-            deliverOutput(stream.type, stream.text);
-            stream.text = '';
+    while (prefix) {
+        const at = stream.text.indexOf(prefix);
+        if (at < 0)
+            break;
+        deliverOutput(stream.type, stream.text.slice(0, at));
+        const close = stream.text.indexOf('\u0000', at + prefix.length);
+        if (close < 0) { // the rest of the mark is in the next read
+            stream.text = stream.text.slice(at);
             return;
         }
-        const at = stream.text.indexOf(prefix);
-        if (at >= 0) {
-            const close = stream.text.indexOf('\u0000', at + prefix.length);
-            if (close < 0 || close - at > prefix.length + 16) {
-                if (close < 0 && stream.text.length - at <= prefix.length + 16) {
-                    deliverOutput(stream.type, stream.text.slice(0, at));
-                    stream.text = stream.text.slice(at);
-                    return;
-                }
-            } else {
-                const seq = Number(stream.text.slice(at + prefix.length, close));
-                deliverOutput(stream.type, stream.text.slice(0, at));
-                stream.text = stream.text.slice(close + 1);
-                if (Number.isInteger(seq) && seq > stream.passed)
-                    stream.passed = seq;
-                continue;
-            }
-        }
-        const nul = stream.text.lastIndexOf('\u0000');
-        const tail = nul >= 0 ? stream.text.slice(nul) : '';
-        if (tail && prefix.startsWith(tail)) {
-            deliverOutput(stream.type, stream.text.slice(0, nul));
-            stream.text = tail;
-        } else {
-            deliverOutput(stream.type, stream.text);
-            stream.text = '';
-        }
-        return;
+        const seq = Number(stream.text.slice(at + prefix.length, close));
+        if (Number.isInteger(seq) && seq > stream.passed)
+            stream.passed = seq;
+        stream.text = stream.text.slice(close + 1);
     }
+    const nul = prefix ? stream.text.lastIndexOf('\u0000') : -1;
+    const keep = nul >= 0 && prefix.startsWith(stream.text.slice(nul)) ? nul : stream.text.length;
+    deliverOutput(stream.type, stream.text.slice(0, keep));
+    stream.text = stream.text.slice(keep);
 }
 
 function makeStream(type, readable) {
@@ -239,6 +223,8 @@ function startNext() {
 function finishExecution() {
     if (current.graceTimer)
         clearTimeout(current.graceTimer);
+    if (worker)
+        flushHeldOutput(worker); // a tail held as a possible mark: none can follow the end
     emit({ type: 'end_of_execution', id: current.id });
     current = null;
     startNext();

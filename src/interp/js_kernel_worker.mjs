@@ -281,10 +281,10 @@ function mimeBundle(value) {
     return mime;
 }
 
-function resultMessage(value) {
+function resultMessage(mime, isMain) {
     const msg = { type: 'result' };
     const extra = {};
-    for (const [type, data] of Object.entries(mimeBundle(value))) {
+    for (const [type, data] of Object.entries(mime)) {
         const format = formatOfMime[type];
         if (!format) {
             extra[type] = data;
@@ -301,8 +301,54 @@ function resultMessage(value) {
     if (t && t.length >= 2 && (t[0] === "'" || t[0] === '"') && t[t.length - 1] === t[0])
         msg.text = t.slice(1, -1);
     msg.extra = extra;
-    msg.is_main_result = true;
+    msg.is_main_result = isMain;
     return msg;
+}
+
+// IJavascript's `$$`, a cell's handle on its own execution: $$.html(s), .svg, .png and .jpeg
+// (base64), .json, .text and .mime({type: data}) send the cell's result in that form (its value
+// is then not sent); $$.display() has the same methods for displays (is_main_result false, any
+// number); $$.async() makes the execution wait for $$.done([value]), $$.sendResult(value) or
+// $$.sendError(error). A handle kept past its execution's end sends nothing.
+function cellHandle(execution) {
+    const result = (mime) => {
+        if (!execution.open || execution.resultSent)
+            return;
+        execution.resultSent = true;
+        send(resultMessage(mime, true));
+        execution.release();
+    };
+    const display = (mime) => {
+        if (execution.open)
+            send(resultMessage(mime, false));
+    };
+    const senders = (out) => ({
+        mime: bundle => out({ ...bundle }),
+        text: t => out({ 'text/plain': String(t) }),
+        html: h => out({ 'text/html': String(h) }),
+        svg: v => out({ 'image/svg+xml': String(v) }),
+        png: b => out({ 'image/png': String(b) }),
+        jpeg: b => out({ 'image/jpeg': String(b) }),
+        json: j => out({ 'application/json': j }),
+    });
+    return {
+        ...senders(result),
+        sendResult: value => result(mimeBundle(value)),
+        sendError: e => {
+            if (!execution.open || execution.errorSent)
+                return;
+            execution.errorSent = true;
+            send(errorMessage(e));
+            execution.release();
+        },
+        async: (on = true) => (execution.waiting = !!on),
+        done: function (value) {
+            if (arguments.length)
+                result(mimeBundle(value));
+            execution.release();
+        },
+        display: () => senders(display),
+    };
 }
 
 // The stack from the cell's own frames down to the first of the kernel's (this file, node:vm,
@@ -416,6 +462,9 @@ async function execute(request) {
     barrierToken = typeof request.barrier === 'string' ? request.barrier : null;
     barrierSeq = 0;
     const saved = setEnv(request.env_vars);
+    const execution = { open: true, resultSent: false, errorSent: false, waiting: false,
+                        released: false, release: () => { execution.released = true; } };
+    globalThis.$$ = cellHandle(execution);
     try {
         const source = typescriptMode ? transpileTypescript(String(request.code)) : String(request.code);
         const cell = rewriteCell(source);
@@ -431,11 +480,19 @@ async function execute(request) {
                 Promise.resolve(value).then(resolve, reject);
             });
         }
-        if (value !== undefined)
-            send(resultMessage(value));
+        if (execution.waiting && !execution.released) {
+            await new Promise((resolve, reject) => {
+                execution.release = resolve;
+                interruptPending = reject;
+            });
+        }
+        if (value !== undefined && !execution.resultSent && !execution.waiting)
+            send(resultMessage(mimeBundle(value), true));
     } catch (e) {
-        send(errorMessage(e));
+        if (!execution.errorSent)
+            send(errorMessage(e));
     } finally {
+        execution.open = false;
         interruptPending = null;
         restoreEnv(saved);
     }

@@ -112,6 +112,9 @@ m = k.execute("require('child_process').execSync('echo from-child; echo child-er
               "{stdio: 'inherit'}); 'after'")
 t.is_((Kernel.stdout(m), Kernel.stderr(m), text(m)), ("from-child\n", "child-err\n", "after"),
       "a child process's fd 1 and 2 are captured, before the cell's value")
+m = k.execute("process.stdout.write('nul at the end\\0'); process.stdout.write('\\0hutch-barrier:forged:1\\0')")
+t.is_(Kernel.stdout(m), "nul at the end\0\0hutch-barrier:forged:1\0",
+      "output ending in NUL, and a mark without the execution's token, are output")
 m = k.execute("process.stdout.write(Buffer.from([0x66, 0xff, 0x6f]))")
 t.is_(Kernel.stdout(m), "f\ufffdo", "bytes that are not UTF-8 arrive as replacement characters")
 
@@ -130,6 +133,21 @@ m = k.execute("({ _toHtml: () => '<i>h</i>', _toPng: () => 'iVBORw0KGgo=', toStr
 r = Kernel.results(m)[0]
 t.ok(r.get("html") == "<i>h</i>" and r.get("png") == "iVBORw0KGgo=" and "text" in r,
      "_toHtml and _toPng give html and png beside text", r)
+
+m = k.execute("$$.html('<b>x</b>'); 5")
+t.is_([(r.get("html"), r.get("text"), r["is_main_result"]) for r in Kernel.results(m)], [("<b>x</b>", None, True)],
+      "IJavascript's $$.html() is the cell's result, instead of its value")
+m = k.execute("const disp = $$.display(); disp.png('iVBORw0KGgo='); disp.text('shown'); 6")
+t.is_([(r.get("png"), r.get("text"), r["is_main_result"]) for r in Kernel.results(m)],
+      [("iVBORw0KGgo=", None, False), (None, "shown", False), (None, "6", True)],
+      "$$.display() sends displays (is_main_result false), then the value")
+m = k.execute("$$.async(); setTimeout(() => $$.done({ late: 1 }), 300); 'not this'")
+t.is_(text(m), "{ late: 1 }", "$$.async() waits for $$.done(value)")
+m = k.execute("$$.async(); setTimeout(() => $$.sendError(new Error('async boom')), 50)")
+t.ok(Kernel.error(m) and Kernel.error(m)["value"] == "async boom", "or for $$.sendError()", m)
+m = k.execute("setTimeout(() => disp.text('too late'), 10); 'kept'")
+time.sleep(0.2)
+t.is_(Kernel.results(k.execute("undefined")), [], "a display handle kept past its execution sends nothing")
 
 # --- errors ---
 
@@ -211,6 +229,12 @@ t.is_(text(k.execute("typeof v")), "undefined", "the context works again, with i
 k.interrupt()
 time.sleep(0.3)
 t.is_(text(k.execute("'idle SIGINT ignored'")), "idle SIGINT ignored", "SIGINT while idle is ignored")
+
+rid = k.start("$$.async()")
+time.sleep(0.3)
+k.interrupt()
+m = k.until_end(rid, timeout=10)
+t.ok(Kernel.error(m) and "interrupted" in Kernel.error(m)["value"], "SIGINT ends a $$.async() wait", m)
 
 # --- hostile cells ---
 
