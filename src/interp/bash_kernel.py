@@ -75,7 +75,7 @@ class Protocol:
 class Shell:
     """One bash, its output pipes and its process group."""
 
-    def __init__(self, fifo_path):
+    def __init__(self):
         self.out_r, out_w = os.pipe()
         self.err_r, err_w = os.pipe()
         self.proc = subprocess.Popen(
@@ -86,7 +86,6 @@ class Shell:
         for fd in (self.out_r, self.err_r):
             os.set_blocking(fd, False)
         self.pidfd = os.pidfd_open(self.proc.pid)
-        self.fifo_path = fifo_path
         self.decoders = {
             self.out_r: codecs.getincrementaldecoder("utf-8")("replace"),
             self.err_r: codecs.getincrementaldecoder("utf-8")("replace"),
@@ -149,7 +148,7 @@ class Kernel:
     # --- the shell ---
 
     def start_shell(self):
-        self.shell = Shell(self.fifo_path)
+        self.shell = Shell()
         for fd in (self.shell.out_r, self.shell.err_r):
             self.sel.register(fd, selectors.EVENT_READ, "output")
         self.sel.register(self.shell.pidfd, selectors.EVENT_READ, "shell exit")

@@ -45,7 +45,7 @@ function emit(msg) {
 
 // --- state ---
 
-let worker = null;         // { child, control, streams, pendingMessages, ready, exited }
+let worker = null;         // { child, control, streams, pendingMessages, ready, exited, barrierTimer }
 let everReady = false;
 const requests = [];       // execute requests waiting for the worker
 let current = null;        // { id, token, interrupted, errorSent, graceTimer }
@@ -125,7 +125,7 @@ function messageFromWorker(line) {
     }
     if (!msg || typeof msg !== 'object' || typeof msg.type !== 'string')
         return;
-    worker.pendingMessages.push({ msg, since: Date.now() });
+    worker.pendingMessages.push(msg);
     releaseMessages(false);
 }
 
@@ -136,7 +136,7 @@ function releaseMessages(force) {
     if (!w)
         return;
     while (w.pendingMessages.length) {
-        const { msg } = w.pendingMessages[0];
+        const msg = w.pendingMessages[0];
         const seq = msg.barrier;
         const passed = s => s.ended || s.passed >= seq;
         if (!force && typeof seq === 'number' && !(w.streams.every(passed))) {
@@ -202,7 +202,7 @@ function handleMessage(msg) {
 // --- executions ---
 
 function startNext() {
-    if (current || !worker || !worker.ready || !requests.length)
+    if (current || !worker || !worker.ready || worker.exited || !requests.length)
         return;
     const request = requests.shift();
     current = { id: request.id, token: randomBytes(16).toString('hex'), interrupted: false,
@@ -251,7 +251,7 @@ function startWorker() {
         detached: true, // its own process group, for SIGINT and for SIGKILL of its children
     });
     const w = { child, control: child.stdio[3], pendingMessages: [], ready: false,
-                exited: false, barrierTimer: null, killed: false };
+                exited: false, barrierTimer: null };
     w.streams = [makeStream('stdout', child.stdout), makeStream('stderr', child.stderr)];
     let pending = '';
     w.control.setEncoding('utf8');

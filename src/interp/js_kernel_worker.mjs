@@ -15,8 +15,9 @@ import path from 'node:path';
 import util from 'node:util';
 import vm from 'node:vm';
 
-const loadInternal = createRequire(import.meta.url);
-const acorn = loadInternal('internal/deps/acorn/acorn/dist/acorn');
+// require() from this file: node's internal acorn, and the typescript package next to it.
+const requireHere = createRequire(import.meta.url);
+const acorn = requireHere('internal/deps/acorn/acorn/dist/acorn');
 const typescriptMode = process.argv.includes('--typescript');
 
 // `require` as a script in the context's cwd has it (the main context has none of its own).
@@ -39,7 +40,7 @@ stderrStream.on('error', () => {});
 let typescript = null, typescriptMissing = null;
 if (typescriptMode) {
     try {
-        typescript = loadInternal('typescript');
+        typescript = requireHere('typescript');
     } catch (e) {
         typescriptMissing = 'the TypeScript transpiler is not installed (no package "typescript" ' +
             'under ' + new URL('node_modules/', import.meta.url).pathname + '; run `npm ci` in ' +
