@@ -12,6 +12,7 @@
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
+import process from 'node:process'; // a binding of this module: a cell may assign the global
 import util from 'node:util';
 import vm from 'node:vm';
 
