@@ -411,8 +411,7 @@ let interruptPending = null; // rejects the execution's pending await on SIGINT
 
 function interruptError() {
     const e = new Error('Script execution was interrupted by `SIGINT`');
-    e.code = 'ERR_SCRIPT_EXECUTION_INTERRUPTED';
-    e.stack = `Error [ERR_SCRIPT_EXECUTION_INTERRUPTED]: ${e.message}`;
+    e.code = 'ERR_SCRIPT_EXECUTION_INTERRUPTED'; // as breakOnSigint's own
     return e;
 }
 
