@@ -199,6 +199,14 @@ e = Kernel.error(m)
 t.ok(e and "interrupted" in e["value"], "SIGINT interrupts a busy loop", m)
 t.is_(text(k.execute("spins > 0 && v")), "1", "the state is kept and the next execution works")
 
+rid = k.start("let spun = 0; while (true) { spun++ }; await null")
+time.sleep(0.5)
+k.interrupt()
+m = k.until_end(rid, timeout=10)
+e = Kernel.error(m)
+t.ok(e and "interrupted" in e["value"] and "state cleared" not in e["value"],
+     "SIGINT interrupts a busy loop before a cell's first await, state kept", m)
+
 rid = k.start("console.log('waiting'); await new Promise(() => {})")
 time.sleep(0.5)
 start_at = time.monotonic()
