@@ -173,7 +173,7 @@ t.ok(m[-1]["type"] == "end_of_execution", "a cell that closes fds 1 and 2 still 
 m = k.execute("echo again")
 t.ok(m[-1]["type"] == "end_of_execution", "and the next one too (its output is gone: the shell closed it)")
 k.execute("exit")
-m = k.execute("marks=$(dirname \"$BASH_SOURCE\")/marks; [ -p \"$marks\" ] && echo garbage > \"$marks\"; echo fine")
+m = k.execute("marks=$(dirname \"$BASH_SOURCE\")/marks; [ -p \"$marks\" ] && echo garbage > \"$marks\" && echo fine")
 t.is_(Kernel.stdout(m), "fine\n", "garbage written to the mark FIFO is ignored")
 m = k.execute("kill -9 $$")
 t.ok(Kernel.error(m) and Kernel.error(m)["value"] == "137", "a shell killed by a signal", m)
