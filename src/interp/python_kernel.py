@@ -800,12 +800,7 @@ class Kernel:
         self.shell = self._make_shell()
 
     def _make_shell(self):
-        config = Config()
-        config.HistoryManager.hist_file = ":memory:"   # no sqlite file, no history thread
-        config.InteractiveShell.colors = "NoColor"     # E2B's kernels: tracebacks without ANSI
-        config.PlainTextFormatter.max_seq_length = 0   # E2B's too: long lists are not cut
-        shell = _Shell.instance(config=config, displayhook_class=_DisplayHook,
-                                display_pub_class=_DisplayPublisher)
+        shell = make_shell()  # the zygote's, when this process is one of its forks
         shell.kernel = self
         formatters = shell.display_formatter.formatters
         data = _formatter("e2b/data", "_repr_e2b_data_")(parent=shell.display_formatter)
@@ -1025,6 +1020,18 @@ class Kernel:
                 _environ.pop(name, None)
             else:
                 _environ[name] = value
+
+
+def make_shell():
+    """The one InteractiveShell of this process (made at the first call, which costs 40-90 ms: a
+    zygote calls it before it forks, so that its kernels find it made). It holds no thread and no
+    file (history in memory), and nothing of a kernel's until Kernel() takes it."""
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"   # no sqlite file, no history thread
+    config.InteractiveShell.colors = "NoColor"     # E2B's kernels: tracebacks without ANSI
+    config.PlainTextFormatter.max_seq_length = 0   # E2B's too: long lists are not cut
+    return _Shell.instance(config=config, displayhook_class=_DisplayHook,
+                           display_pub_class=_DisplayPublisher)
 
 
 def main():

@@ -143,6 +143,7 @@ def main():
     name = args[0]
     if len(args) >= 3 and args[1] == "--preload":
         preload([m for m in args[2].split(",") if m])
+    python_kernel.make_shell()  # each fork finds it made
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     path = "/tmp/.hutch-zygote-" + name
     try:
