@@ -43,7 +43,7 @@ FUZZ_CFLAGS := $(CFLAGS_BASE) -Wno-missing-field-initializers \
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=build/fuzz/obj/%.o) build/fuzz/obj/gen/seccomp_builtin.o
 .SECONDARY: $(FUZZ_LIB_OBJS)
 
-.PHONY: all san test unit clean bench bench-engine bench-serve format fuzz
+.PHONY: all san test unit clean bench bench-engine bench-serve bench-interp format fuzz
 all: build/hutch build/hutch-sudo build/hutch-kernel-stub
 
 # build/hutch is a static PIE: a dynamically linked hutch spends about 2 ms more per
@@ -179,6 +179,11 @@ bench-engine: build/hutch build/bench/engine
 # `make bench-serve`: the daemon over E2B's API (bench/serve.py), against hutch run and bare exec.
 bench-serve: build/hutch
 	@python3 bench/serve.py
+
+# `make bench-interp`: the code interpreter over its port (bench/interp.py), with and without the
+# kernels' zygote.
+bench-interp: build/hutch
+	@python3 bench/interp.py
 
 format:
 	clang-format -i $(SRCS) $(wildcard src/*/*.h) $(UNIT_SRCS) $(PROBE_SRCS)
