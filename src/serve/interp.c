@@ -76,6 +76,8 @@ struct ictx {
     struct scmd *kernel; /* NULL when none runs */
     int kernel_pidfd;    /* a kernel forked by the zygote: signalled by it (interrupts); or -1 */
     bool ready, ever_ready;
+    bool adopted;    /* its kernel ran before this daemon: what it says between executions is old */
+    bool discarding; /* while attaching to an adopted kernel: its replayed output is old */
     unsigned execution_count;
     struct icall *queue;   /* executes in order: the first one is running once sent */
     struct icall *waiters; /* creates and restarts waiting for ready */
@@ -138,13 +140,17 @@ static void new_context_id(char out[37])
 
 static struct interp_state *state_of(struct sbx *sb, bool make);
 
-static struct ictx *context_find(struct sbx *sb, const char *id)
+static struct ictx *context_find_in(struct interp_state *st, const char *id)
 {
-    struct interp_state *st = state_of(sb, true);
     for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
         if (strcmp(c->id, id) == 0)
             return c;
     return NULL;
+}
+
+static struct ictx *context_find(struct sbx *sb, const char *id)
+{
+    return context_find_in(state_of(sb, true), id);
 }
 
 static struct ictx *context_new(struct sbx *sb, const struct language *lang, const char *cwd,
@@ -171,8 +177,66 @@ static struct ictx *context_new(struct sbx *sb, const struct language *lang, con
     return ctx;
 }
 
-/* Kills every kernel a daemon before us started (their contexts lived in its memory only),
- * and makes the default contexts. */
+static struct ictx *default_found(struct sbx *sb, const struct language *lang)
+{
+    for (struct ictx *c = sb->interp->contexts; c; c = c->next)
+        if (c->is_default && c->lang == lang)
+            return c;
+    return NULL;
+}
+
+static const struct scmd_listener kernel_listener, zygote_listener;
+static void context_free(struct ictx *ctx);
+static pid_t group_host_pid(struct sbx *sb, const char *group, long ns_pid, long except,
+                            err_t *err);
+
+/* A kernel (or the zygote) a daemon before us started, by its command's tag
+ * "hutch-interp ID LANGUAGE default|created" ("hutch-interp zygote python"): its context made
+ * again, with its state, as idle (what ran at the restart ends unseen). false when the tag is
+ * not one. */
+static bool adopt_kernel(struct sbx *sb, struct scmd *c)
+{
+    struct interp_state *st = sb->interp;
+    char id[37], lang[16], kind[16];
+    if (sscanf(c->tag + sizeof KERNEL_TAG_PREFIX - 1, "%36s %15s %15s", id, lang, kind) < 2)
+        return false;
+    err_t err;
+    if (strcmp(id, "zygote") == 0) {
+        if (st->zygote || strcmp(lang, "python") != 0)
+            return false;
+        st->zygote = c;
+        return scmd_attach(c, &zygote_listener, sb, &err) == 0;
+    }
+    const struct language *l = language_find(lang);
+    bool is_default = strcmp(kind, "default") == 0;
+    if (!l || context_find_in(st, id) || (is_default && default_found(sb, l)))
+        return false;
+    struct ictx *ctx = context_new(sb, l, c->cwd && c->cwd[0] == '/' ? c->cwd : NULL, is_default);
+    if (!ctx)
+        return false;
+    snprintf(ctx->id, sizeof ctx->id, "%s", id);
+    ctx->kernel = c;
+    ctx->ready = ctx->ever_ready = ctx->adopted = true;
+    ctx->discarding = true;
+    int rc = scmd_attach(c, &kernel_listener, ctx, &err);
+    ctx->discarding = false;
+    if (rc < 0) {
+        ctx->kernel = NULL;
+        context_free(ctx);
+        return false;
+    }
+    /* one the zygote forked: its own process, not the stub, is the one to interrupt */
+    if (l->zygote && c->argv && c->argv[0] && strcmp(c->argv[0], INTERP_SANDBOX_STUB) == 0) {
+        pid_t host = group_host_pid(sb, c->group, 0, (long)c->pid, &err);
+        if (host > 0)
+            ctx->kernel_pidfd = (int)syscall(SYS_pidfd_open, host, 0);
+    }
+    return true;
+}
+
+/* Adopts every kernel a daemon before us started (their contexts lived in its memory only; a
+ * command tagged as a kernel that is not one is killed), and makes the default contexts that
+ * are missing. */
 static struct interp_state *state_of(struct sbx *sb, bool make)
 {
     if (sb->interp || !make)
@@ -181,12 +245,15 @@ static struct interp_state *state_of(struct sbx *sb, bool make)
     if (!sb->interp)
         return NULL;
     for (struct scmd *c = sb->cmds; c; c = c->next)
-        if (c->tag && strncmp(c->tag, KERNEL_TAG_PREFIX, sizeof KERNEL_TAG_PREFIX - 1) == 0) {
+        if (c->tag && strncmp(c->tag, KERNEL_TAG_PREFIX, sizeof KERNEL_TAG_PREFIX - 1) == 0 &&
+            !c->ended && !adopt_kernel(sb, c)) {
             err_t err;
             scmd_signal(c, SIGKILL, &err);
         }
-    context_new(sb, &languages[0], NULL, true);
-    context_new(sb, &languages[1], NULL, true);
+    if (!default_found(sb, &languages[0]))
+        context_new(sb, &languages[0], NULL, true);
+    if (!default_found(sb, &languages[1]))
+        context_new(sb, &languages[1], NULL, true);
     return sb->interp;
 }
 
@@ -493,6 +560,8 @@ static void handle_message(struct ictx *ctx, const char *line, size_t len)
             json_decref(m.client_line);
         return;
     case KERNEL_END_OF_EXECUTION:
+        if (ctx->adopted && (!run || strcmp(m.end_id, run->exec_id) != 0))
+            return; /* the end of one the daemon before us sent */
         if (!run || strcmp(m.end_id, run->exec_id) != 0) {
             kernel_violation(ctx, "the end of an execution that was not running");
             return;
@@ -507,6 +576,8 @@ static void on_kernel_output(struct scmd *c, const char *stream, const uint8_t *
                              void *user)
 {
     struct ictx *ctx = user;
+    if (ctx->discarding)
+        return;
     if (strcmp(stream, "stdout") != 0) {
         diag_add(ctx, data, len);
         return;
@@ -643,17 +714,14 @@ static void zygote_start(struct sbx *sb)
         fprintf(stderr, "hutch serve: sandbox %s: the python zygote: %s\n", sb->id, err.msg);
 }
 
-/* The pid, as the host sees it, of the process the sandbox knows as ns_pid, among those of the
- * zygote's cgroup (where a kernel it forked is until it is moved): 0 when none is. */
-static pid_t zygote_child_host_pid(struct sbx *sb, long ns_pid, err_t *err)
+/* The pid, as the host sees it, of a process in the command group `group`: the one the sandbox
+ * knows as ns_pid (when > 0), else the oldest one whose sandbox pid is not `except`; 0 (err)
+ * when none is. */
+static pid_t group_host_pid(struct sbx *sb, const char *group, long ns_pid, long except,
+                            err_t *err)
 {
-    struct scmd *z = sb->interp ? sb->interp->zygote : NULL;
-    if (!z)
-        return err_set(err, ESRCH, "no zygote runs"), 0;
-    if ((long)z->pid == ns_pid)
-        return err_set(err, EPERM, "that is the zygote itself"), 0;
     struct cgroup *cg;
-    if (jail_command_group_open(&sb->jail, z->group, &cg, err) < 0)
+    if (jail_command_group_open(&sb->jail, group, &cg, err) < 0)
         return 0;
     char path[PATH_MAX];
     static const char *const holders[] = {"", "pids", "memory"};
@@ -663,27 +731,49 @@ static pid_t zygote_child_host_pid(struct sbx *sb, long ns_pid, err_t *err)
     cgroup_free(cg);
     FILE *f = rc == 0 ? fopen(path, "re") : NULL;
     if (!f)
-        return err_set(err, errno ? errno : ENOENT, "the zygote's cgroup.procs"), 0;
+        return err_set(err, errno ? errno : ENOENT, "command %s: its cgroup.procs", group), 0;
     pid_t found = 0;
+    unsigned long long found_start = 0;
     long host;
-    while (!found && fscanf(f, "%ld", &host) == 1) {
-        char status[64], line[256];
-        snprintf(status, sizeof status, "/proc/%ld/status", host);
-        FILE *st = fopen(status, "re");
+    while ((ns_pid <= 0 || !found) && fscanf(f, "%ld", &host) == 1) {
+        char file[64], line[256];
+        long inner = 0;
+        snprintf(file, sizeof file, "/proc/%ld/status", host);
+        FILE *st = fopen(file, "re");
         while (st && fgets(line, sizeof line, st))
             if (strncmp(line, "NSpid:", 6) == 0) {
                 /* the last one is the pid in the innermost namespace: the sandbox's */
                 char *last = strrchr(line, '\t');
-                if (last && strtol(last + 1, NULL, 10) == ns_pid)
-                    found = (pid_t)host;
+                inner = last ? strtol(last + 1, NULL, 10) : 0;
                 break;
             }
         if (st)
             fclose(st);
+        if (ns_pid > 0) {
+            if (inner == ns_pid)
+                found = (pid_t)host;
+            continue;
+        }
+        /* field 22 of stat, after the command name's closing parenthesis: the start time */
+        unsigned long long start = 0;
+        snprintf(file, sizeof file, "/proc/%ld/stat", host);
+        FILE *sf = inner && inner != except ? fopen(file, "re") : NULL;
+        char buf[1024];
+        size_t n = sf ? fread(buf, 1, sizeof buf - 1, sf) : 0;
+        if (sf)
+            fclose(sf);
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')');
+        for (int field = 2; p && field < 22; field++)
+            p = strchr(p + 1, ' ');
+        if (p && sscanf(p + 1, "%llu", &start) == 1 && (!found || start < found_start)) {
+            found = (pid_t)host;
+            found_start = start;
+        }
     }
     fclose(f);
     if (!found)
-        err_set(err, ESRCH, "no process %ld came from the zygote", ns_pid);
+        err_set(err, ESRCH, "command %s: no such process", group);
     return found;
 }
 
@@ -691,7 +781,12 @@ static pid_t zygote_child_host_pid(struct sbx *sb, long ns_pid, err_t *err)
  * takes it and all it starts (it starts nothing before its first execute). */
 static int kernel_adopt(struct ictx *ctx, long ns_pid, err_t *err)
 {
-    pid_t host = zygote_child_host_pid(ctx->sb, ns_pid, err);
+    struct scmd *z = ctx->sb->interp ? ctx->sb->interp->zygote : NULL;
+    if (!z)
+        return err_set(err, ESRCH, "no zygote runs");
+    if ((long)z->pid == ns_pid)
+        return err_set(err, EPERM, "that is the zygote itself");
+    pid_t host = group_host_pid(ctx->sb, z->group, ns_pid, 0, err);
     if (!host)
         return -1;
     struct cgroup *cg;
@@ -714,7 +809,8 @@ static int kernel_start(struct ictx *ctx, err_t *err)
                        ctx->lang->name, ctx->lang->name);
     char file[sizeof INTERP_SANDBOX_DIR + 64], tag[JAIL_COMMAND_MAX_TAG + 1];
     snprintf(file, sizeof file, "%s/%s", INTERP_SANDBOX_DIR, ctx->lang->file);
-    snprintf(tag, sizeof tag, "%s%s %s", KERNEL_TAG_PREFIX, ctx->id, ctx->lang->name);
+    snprintf(tag, sizeof tag, "%s%s %s %s", KERNEL_TAG_PREFIX, ctx->id, ctx->lang->name,
+             ctx->is_default ? "default" : "created");
     struct interp_state *st = sb->interp;
     bool forked = ctx->lang->zygote && sb->d->kernel_stub_path[0];
     if (forked)
