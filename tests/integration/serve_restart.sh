@@ -2,8 +2,8 @@
 # What a restarted daemon knows of the commands that ran on while it was gone (kill -9): the
 # output it had read before (replayed by Connect, in order, the last of a long one as a
 # contiguous tail), what List shows (argv, cwd), a command's lifetime (Connect-Timeout-Ms on
-# Start) still counted from its start (and not while the sandbox was paused), and no record
-# left once commands and sandbox are gone.
+# Start) still counted from its start (and not while the sandbox was paused), code contexts kept
+# with their state, and no record left once commands and sandbox are gone.
 . "$(dirname "$0")/lib.sh"
 
 KEY=test-key-$$-$RANDOM
@@ -124,6 +124,29 @@ grep -q "^$pp " <<<"$(client list)" && ok "a command whose 3 s lifetime passed w
 sleep 4
 grep -q "^$pp " <<<"$(client list)" && not_ok "... and its lifetime's rest runs out after the resume" ||
     ok "... and its lifetime's rest runs out after the resume"
+
+# code contexts (the code interpreter, port 49999) survive a kill -9 with their state: the
+# default one and a created one, forked from the zygote, whose interrupt still works after
+ci() { curl -s -m "${2:-30}" -H "E2b-Sandbox-Id: $sbx" -H "E2b-Sandbox-Port: 49999" -H "X-Access-Token: $tok" "$U$1" "${@:3}"; }
+text_of() { python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("type") == "result": print(m.get("text")); break
+    if m.get("type") == "error": print("error", m.get("name"), m.get("value")); break'; }
+is "$(ci /execute 60 -d '{"code":"kept = 41; kept"}' | text_of)" 41 "a variable in the default python context"
+sleep 1.5 # the zygote (started with that first context) imports IPython
+ctx=$(ci /contexts 60 -d '{"cwd":"/tmp"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+is "$(ci /execute 30 -d "{\"code\":\"mine = 'c'; mine\",\"context_id\":\"$ctx\"}" | text_of)" c "a variable in a created context"
+kill -9 "$daemon"
+wait "$daemon" 2>/dev/null
+start_daemon
+is "$(ci /execute 30 -d '{"code":"kept + 1"}' | text_of)" 42 "after a kill -9 of the daemon the default context has its variable"
+is "$(ci /execute 30 -d "{\"code\":\"import os; (mine, os.getcwd())\",\"context_id\":\"$ctx\"}" | text_of)" "('c', '/tmp')" "... and the created one its variable and cwd"
+ci /contexts 10 | grep -q "$ctx" && ok "... and it is listed" || not_ok "... and it is listed"
+ci /execute 2 -d "{\"code\":\"import time; time.sleep(300)\",\"context_id\":\"$ctx\"}" >/dev/null
+t0=$(date +%s.%N)
+is "$(ci /execute 20 -d "{\"code\":\"mine\",\"context_id\":\"$ctx\"}" | text_of)" c "a client gone from a long cell interrupts it after the restart too, state kept"
+awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{exit !(b-a < 5)}' && ok "... within 5 s" || not_ok "... within 5 s"
 
 curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx"
 sbx_gone=$sbx
