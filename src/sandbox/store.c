@@ -363,6 +363,47 @@ int store_sandbox_pause_cold(struct store *st, const char *id, err_t *err)
                       "paused", "{\"memory\":false}", err);
 }
 
+int store_sandbox_claim(struct store *st, const struct store_sandbox *sb, err_t *err)
+{
+    if (check_text("sandbox id", sb->id, STORE_ID_MAX, err) < 0 ||
+        check_text("alias", sb->alias, STORE_ID_MAX, err) < 0 ||
+        (sb->metadata_json && check_text("metadata", sb->metadata_json, STORE_JSON_MAX, err) < 0) ||
+        (sb->env_json && check_text("env vars", sb->env_json, STORE_JSON_MAX, err) < 0))
+        return -1;
+    if (begin(st, err) < 0)
+        return -1;
+    sqlite3_stmt *s = prepare(st,
+                              "UPDATE sandboxes SET alias = ?, created_ms = ?, deadline_ms = ?, "
+                              "auto_pause = ?, auto_resume = ?, metadata = ?, env = ? "
+                              "WHERE id = ? AND state = 'running'",
+                              err);
+    if (!s) {
+        rollback(st);
+        return -1;
+    }
+    sqlite3_bind_text(s, 1, sb->alias, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, sb->created_ms);
+    sqlite3_bind_int64(s, 3, sb->deadline_ms);
+    sqlite3_bind_int(s, 4, sb->auto_pause);
+    sqlite3_bind_int(s, 5, sb->auto_resume);
+    sqlite3_bind_text(s, 6, sb->metadata_json ? sb->metadata_json : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 7, sb->env_json ? sb->env_json : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 8, sb->id, -1, SQLITE_STATIC);
+    if (step_done(st, s, "claim", err) < 0) {
+        rollback(st);
+        return err_wrap(err, "sandbox %s", sb->id);
+    }
+    if (sqlite3_changes(st->db) == 0) {
+        rollback(st);
+        return err_set(err, ENOENT, "sandbox %s is not a running one", sb->id);
+    }
+    if (add_event(st, sb->id, "claimed", NULL, err) < 0 || commit(st, err) < 0) {
+        rollback(st);
+        return err_wrap(err, "sandbox %s", sb->id);
+    }
+    return 0;
+}
+
 int store_sandbox_set_deadline(struct store *st, const char *id, int64_t deadline_ms, err_t *err)
 {
     sqlite3_stmt *s = prepare(st, "UPDATE sandboxes SET deadline_ms = ? WHERE id = ?", err);
