@@ -1,0 +1,188 @@
+# The R side of the R kernel: r_kernel.py starts it as
+#     Rscript --vanilla r_kernel.R REQUEST_FD REPLY_FD
+# and speaks the frames of repl_driver.py with it (R has no JSON of its own; the frames need none).
+# fds 1 and 2 are pipes the driver reads: whatever R or a child writes there is the execution's
+# output. Everything here lives in local()'s environment, not the user's global one.
+local({
+    args <- commandArgs(trailingOnly = TRUE)
+    req_con <- file(sprintf("/dev/fd/%s", args[[1]]), open = "rb", raw = TRUE)
+    rep_con <- file(sprintf("/dev/fd/%s", args[[2]]), open = "wb", raw = TRUE)
+
+    # A sandbox's env may have no locale: R would then write non-ASCII text as <U+00E9>.
+    if (!isTRUE(l10n_info()[["UTF-8"]])) invisible(Sys.setlocale("LC_CTYPE", "C.UTF-8"))
+    # Functions print as they were written, as in R's interactive REPL.
+    options(keep.source = TRUE)
+    # A plot without a device would open Rplots.pdf in the user's cwd (R's non-interactive
+    # default); it goes nowhere instead.
+    options(device = function(...) grDevices::pdf(file = NULL, ...))
+
+    send <- function(kind, ...) {
+        fields <- lapply(list(...), function(s) charToRaw(enc2utf8(paste(as.character(s), collapse = "\n"))))
+        header <- paste(c(kind, vapply(fields, length, 1L)), collapse = " ")
+        writeBin(c(charToRaw(paste0(header, "\n")), unlist(fields, use.names = FALSE)), rep_con)
+        flush(rep_con)
+    }
+
+    read_field <- function(n) {
+        if (n == 0L) return("")
+        bytes <- readBin(req_con, "raw", n)
+        if (length(bytes) != n) stop("the request pipe ended inside a frame")
+        # R strings cannot hold NUL; code with one is refused by run_code
+        if (any(bytes == as.raw(0L))) return(NA_character_)
+        s <- rawToChar(bytes)
+        Encoding(s) <- "UTF-8"
+        s
+    }
+
+    # The next request as list(kind, fields), or NULL at the end of the pipe.
+    read_frame <- function() {
+        header <- raw(0)
+        repeat {
+            b <- readBin(req_con, "raw", 1L)
+            if (length(b) == 0L) {
+                if (length(header)) stop("the request pipe ended inside a frame header")
+                return(NULL)
+            }
+            if (b == as.raw(10L)) break
+            header <- c(header, b)
+        }
+        parts <- strsplit(rawToChar(header), " ", fixed = TRUE)[[1]]
+        list(kind = parts[[1]], fields = lapply(as.integer(parts[-1]), read_field))
+    }
+
+    # User code runs as eval(expr, .GlobalEnv) inside run_user(): a condition whose call is that
+    # eval came from the top level of the cell, where R's REPL names no call.
+    top_call <- quote(eval(expr, .GlobalEnv))
+    run_user <- function(expr) eval(expr, .GlobalEnv)
+    shown_call <- function(cond) {
+        call <- conditionCall(cond)
+        if (is.null(call) || identical(call, top_call)) NULL else call
+    }
+
+    # The user's frames of sys.calls() taken where an error was signalled: those under
+    # run_user's eval, without R's own error-handling frames at the end.
+    user_frames <- function(calls) {
+        at <- 0L
+        for (i in seq_along(calls)) {
+            if (identical(calls[[i]][[1L]], quote(run_user))) at <- i
+        }
+        calls <- if (at > 0L) calls[-seq_len(at)] else list()
+        while (length(calls) && identical(calls[[1L]], top_call)) calls <- calls[-1L]
+        n <- length(calls)
+        if (n >= 2L && identical(calls[[n - 1L]][[1L]], quote(.handleSimpleError))) {
+            calls <- calls[seq_len(n - 2L)]
+        } else if (n >= 1L) {
+            calls <- calls[seq_len(n - 1L)]  # the calling handler's own frame
+        }
+        calls
+    }
+
+    on_warning <- function(w) {
+        call <- shown_call(w)
+        text <- if (is.null(call)) {
+            sprintf("Warning message:\n%s\n", conditionMessage(w))
+        } else {
+            sprintf("Warning message:\nIn %s : %s\n", deparse(call, nlines = 1L)[[1L]], conditionMessage(w))
+        }
+        cat(text, file = stderr())
+        invokeRestart("muffleWarning")
+    }
+
+    error_text <- function(e) {
+        call <- shown_call(e)
+        if (is.null(call)) paste0("Error: ", conditionMessage(e))
+        else paste0("Error in ", deparse(call, nlines = 1L)[[1L]], ": ", conditionMessage(e))
+    }
+
+    # One top-level expression, as R's REPL runs it: its value printed (through show() for S4
+    # objects, print() for the rest) when visible, as a result. FALSE if it raised.
+    run_one <- function(seq, expr, main) {
+        frames <- list()
+        outcome <- tryCatch(withCallingHandlers({
+            v <- withVisible(run_user(expr))
+            if (v$visible) {
+                text <- utils::capture.output(if (isS4(v$value)) methods::show(v$value) else print(v$value))
+                send("result", seq, if (main) "1" else "0", paste(text, collapse = "\n"))
+            }
+            TRUE
+        }, warning = on_warning, error = function(e) frames <<- user_frames(sys.calls())),
+        error = function(e) e)
+        if (isTRUE(outcome)) return(TRUE)
+        value <- error_text(outcome)
+        trace <- vapply(seq_along(frames), function(i) {
+            paste0(i, ". ", paste(deparse(frames[[i]], nlines = 5L), collapse = "\n   "))
+        }, "")
+        traceback <- if (length(trace)) c(value, "Traceback:", trace) else value
+        send("error", seq, "ERROR", value, paste(traceback, collapse = "\n"))
+        FALSE
+    }
+
+    run_code <- function(seq, code) {
+        if (is.na(code)) {
+            send("error", seq, "ERROR", "Error: the code holds a NUL character", "")
+            return()
+        }
+        exprs <- tryCatch(parse(text = code, keep.source = TRUE), error = function(e) e)
+        if (inherits(exprs, "error")) {
+            msg <- paste0("Error: ", conditionMessage(exprs))
+            send("error", seq, "ERROR", msg, msg)
+            return()
+        }
+        n <- length(exprs)
+        for (i in seq_len(n)) {
+            if (!run_one(seq, exprs[[i]], i == n)) break
+        }
+    }
+
+    # env_vars for one execution: set, then put back as they were (removed if they were unset).
+    set_env <- function(vars) {
+        if (!length(vars)) return(character(0))
+        names <- unlist(vars[c(TRUE, FALSE)])
+        values <- unlist(vars[c(FALSE, TRUE)])
+        saved <- Sys.getenv(names, unset = NA, names = TRUE)
+        do.call(Sys.setenv, as.list(stats::setNames(values, names)))
+        saved
+    }
+    restore_env <- function(saved) {
+        for (name in names(saved)) {
+            if (is.na(saved[[name]])) Sys.unsetenv(name)
+            else do.call(Sys.setenv, stats::setNames(list(saved[[name]]), name))
+        }
+    }
+
+    execute <- function(fields) {
+        seq <- fields[[1]]
+        saved <- character(0)
+        # SIGINT (the driver's, sent to this process group) raises an interrupt wherever R is:
+        # in the user's code it ends the execution; one that comes late, after the user's code,
+        # is dropped, and the end is sent again until it went out whole (the driver drops
+        # a duplicate: its SEQ is no longer running).
+        tryCatch({
+            saved <- set_env(fields[-1][-1])
+            run_code(seq, fields[[2]])
+        }, interrupt = function(i) {
+            send("error", seq, "KeyboardInterrupt", "interrupted", "")
+        })
+        repeat {
+            done <- tryCatch({
+                restore_env(saved)
+                send("end", seq)
+                TRUE
+            }, interrupt = function(i) FALSE)
+            if (done) break
+        }
+    }
+
+    send("ready", R.version.string)
+    repeat {
+        req <- tryCatch(read_frame(), interrupt = function(i) "interrupted while idle")
+        if (is.null(req)) break
+        if (!is.list(req)) next
+        if (identical(req$kind, "exec") && length(req$fields) >= 2L && length(req$fields) %% 2L == 0L) {
+            execute(req$fields)
+        } else {
+            stop("an unknown request: ", req$kind)
+        }
+    }
+})
+quit(save = "no", status = 0)

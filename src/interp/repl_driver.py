@@ -1,0 +1,436 @@
+"""The part of a kernel (PROTOCOL.md) that drives a language's REPL in a child process: the R and
+Java kernels (r_kernel.py, java_kernel.py) are this plus the language's own side.
+
+The child runs the user's code with stdin /dev/null and fds 1 and 2 on pipes this process reads,
+so anything that writes to them (the language's printing, a subprocess) comes back as `stdout` /
+`stderr` messages. Requests and replies between this process and the child go over two more
+pipes, in frames that user code cannot forge by printing (it would have to find and write to the
+reply pipe itself, and then it only breaks its own context):
+
+    a frame:  KIND LEN1 LEN2 ...\\n  then the fields' bytes, LEN1 + LEN2 + ... of them, back to back
+
+    to the child:    exec SEQ CODE [NAME VALUE]...   run CODE with these env vars, then restore them
+                     stop                             (Java) interrupt the running execution
+    from the child:  ready INFO                       it can take an exec (INFO: a diagnostic line)
+                     result SEQ MAIN TEXT             a value (MAIN "1": the cell's value)
+                     error SEQ NAME VALUE TRACEBACK   the execution raised
+                     end SEQ                          the execution is over
+
+SEQ is the execution's number (this process counts them): a reply whose SEQ is not the running
+execution's is dropped, so a late duplicate can never end the next execution.
+"""
+import codecs
+import fcntl
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+CHUNK = 64 << 10           # at most this many bytes of output in one stdout/stderr message
+RESULT_MAX = 16 << 20      # a value's text is cut here (a message line is at most 32 MiB)
+HEADER_MAX = 4096          # a frame's header line; the child's are short
+FIELD_MAX = 64 << 20       # one field of a frame from the child
+
+
+def log(msg):
+    """The kernel's own diagnostics (fd 2): the daemon logs them."""
+    try:
+        os.write(2, ("%s: %s\n" % (os.path.basename(sys.argv[0]), msg)).encode(errors="replace"))
+    except OSError:
+        pass
+
+
+def frame(kind, *fields):
+    data = [f if isinstance(f, bytes) else str(f).encode("utf-8", "surrogateescape") for f in fields]
+    header = " ".join([kind] + [str(len(d)) for d in data]) + "\n"
+    return header.encode() + b"".join(data)
+
+
+class FrameReader:
+    """Frames from the child, parsed out of whatever its reply pipe gave so far."""
+
+    def __init__(self):
+        self.buf = b""
+
+    def feed(self, data):
+        self.buf += data
+
+    def next(self):
+        """The next whole frame as (kind, [bytes fields]), or None until more arrives. Raises
+        ValueError for a malformed one."""
+        nl = self.buf.find(b"\n")
+        if nl < 0:
+            if len(self.buf) > HEADER_MAX:
+                raise ValueError("a frame header longer than %d bytes" % HEADER_MAX)
+            return None
+        parts = self.buf[:nl].decode("ascii", "replace").split(" ")
+        kind = parts[0]
+        try:
+            lens = [int(p) for p in parts[1:]]
+        except ValueError:
+            raise ValueError("a malformed frame header: %r" % self.buf[:min(nl, 200)])
+        if not kind or any(n < 0 or n > FIELD_MAX for n in lens):
+            raise ValueError("a malformed frame header: %r" % self.buf[:min(nl, 200)])
+        end = nl + 1 + sum(lens)
+        if len(self.buf) < end:
+            return None
+        fields, at = [], nl + 1
+        for n in lens:
+            fields.append(self.buf[at:at + n])
+            at += n
+        self.buf = self.buf[end:]
+        return kind, fields
+
+
+class OutputStream:
+    """One of the child's output pipes (its fd 1 or 2) and the message type it becomes.
+
+    coalesce: the REPL writes a line in many small pieces (R writes "[1]", " 2", "\\n" apart), so
+    pieces that follow each other within GAP seconds become one message (at most AGE seconds
+    late, CHUNK bytes). Without it (Java, on a packet-mode pipe) every write is its own message,
+    as IJava gives them."""
+    GAP = 0.005
+    AGE = 0.05
+
+    def __init__(self, fd, type_, coalesce):
+        self.fd = fd
+        self.type = type_
+        self.coalesce = coalesce
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.pending = b""
+        self.first_at = self.last_at = 0.0
+        self.open = True
+
+    def read(self, emit):
+        """Reads what one read gives; returns False at EOF."""
+        try:
+            data = os.read(self.fd, CHUNK)
+        except BlockingIOError:
+            return True
+        if not data:
+            self.open = False
+            self.flush(emit, final=True)
+            return False
+        now = time.monotonic()
+        if not self.pending:
+            self.first_at = now
+        self.last_at = now
+        self.pending += data
+        if not self.coalesce or len(self.pending) >= CHUNK:
+            self.flush(emit)
+        return True
+
+    def drain(self, emit):
+        """Everything the pipe holds now, emitted: what the child wrote before a reply frame
+        comes before that reply's message."""
+        while self.open:
+            r, _, _ = select.select([self.fd], [], [], 0)
+            if not r or not self.read(emit):
+                break
+        self.flush(emit)
+
+    def due_in(self, now):
+        """Seconds until the pending output must go out, or None if nothing is pending."""
+        if not self.pending:
+            return None
+        return max(0.0, min(self.last_at + self.GAP, self.first_at + self.AGE) - now)
+
+    def flush(self, emit, final=False):
+        while self.pending:
+            piece, self.pending = self.pending[:CHUNK], self.pending[CHUNK:]
+            text = self.decoder.decode(piece, final=final and not self.pending)
+            if text:
+                emit({"type": self.type, "text": text})
+        if final:
+            tail = self.decoder.decode(b"", final=True)
+            if tail:
+                emit({"type": self.type, "text": tail})
+
+
+class Driver:
+    """One kernel: the protocol on fds 0 and 1 (moved away first), one child REPL.
+
+    language:    the "ready" message's language
+    argv:        a function of (request fd, reply fd) giving the child's argv; the fds are
+                 inherited by the child under those numbers
+    interrupt:   "signal" (SIGINT to the child's process group, as a terminal's Ctrl-C) or
+                 "frame" (a stop frame: the child interrupts itself)
+    coalesce:    see OutputStream
+    packet:      the child's fd 1 and 2 are packet-mode pipes (O_DIRECT): each write is read
+                 back alone, so its message boundaries are the program's own writes
+    env:         the child's environment
+    """
+
+    def __init__(self, language, argv, interrupt, coalesce, packet=False, env=None):
+        self.language = language
+        self.interrupt_by = interrupt
+        self.proto_in, self.proto_out = self._move_protocol_fds()
+        self.inbuf = b""
+        self.seq = 0
+        self.running = None        # (seq, request id) of the execution in progress
+        self.interrupt_asked = False
+        self.sigint_r, self.sigint_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(self.sigint_w)
+        signal.signal(signal.SIGINT, lambda *_: None)  # the wakeup fd says it came
+        # SIGPIPE stays ignored (Python's default): a dead child or daemon is an EPIPE here.
+
+        req_r, self.req_w = os.pipe2(os.O_CLOEXEC)
+        self.rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
+        flags = os.O_CLOEXEC | (os.O_DIRECT if packet else 0)
+        out_r, out_w = os.pipe2(flags)
+        err_r, err_w = os.pipe2(flags)
+        self.started = time.monotonic()
+        self.child = subprocess.Popen(argv(req_r, rep_w), stdin=subprocess.DEVNULL,
+                                      stdout=out_w, stderr=err_w, pass_fds=(req_r, rep_w),
+                                      env=env, start_new_session=True)
+        for fd in (req_r, rep_w, out_w, err_w):
+            os.close(fd)
+        self.outputs = [OutputStream(out_r, "stdout", coalesce),
+                        OutputStream(err_r, "stderr", coalesce)]
+        for s in self.outputs:
+            os.set_blocking(s.fd, False)
+        self.frames = FrameReader()
+
+    @staticmethod
+    def _move_protocol_fds():
+        """fd 0 and 1 are the protocol's: keep them on high close-on-exec fds, and leave 0 on
+        /dev/null and 1 on our diagnostics (fd 2), so nothing can write into the protocol by
+        writing to fd 1."""
+        proto_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 100)
+        proto_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 100)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)
+        sys.stdin = sys.stdout = None
+        return proto_in, proto_out
+
+    def emit(self, msg):
+        line = (json.dumps(msg, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+        view = memoryview(line)
+        while view:
+            try:
+                view = view[os.write(self.proto_out, view):]
+            except InterruptedError:
+                continue
+            except OSError:
+                # the daemon went away: nobody to report to
+                self.finish(0)
+
+    def send_child(self, data):
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.req_w, view):]
+            return True
+        except OSError:
+            return False
+
+    def finish(self, status):
+        """Ends the child (its whole process group) and this kernel."""
+        try:
+            os.close(self.req_w)  # the child's EOF: a clean exit if it is idle
+        except OSError:
+            pass
+        try:
+            self.child.wait(2)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(self.child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.child.wait()
+        os._exit(status)
+
+    # --- the child's replies
+
+    def child_gone(self, why):
+        """The REPL died or broke the framing: the execution in progress (if any) gets an error
+        and its end, and the kernel exits non-zero so that the daemon restarts the context."""
+        for s in self.outputs:
+            s.drain(self.emit)
+        try:
+            status = self.child.wait(1)
+        except subprocess.TimeoutExpired:
+            status = None
+        text = "%s (the %s process %s)" % (why, self.language,
+                                            "is still running" if status is None else
+                                            "exited with status %s" % status)
+        log(text)
+        if self.running is not None:
+            self.emit({"type": "error", "name": "KernelDied", "value": text, "traceback": text})
+            self.emit({"type": "end_of_execution", "id": self.running[1]})
+        self.finish(1)
+
+    def on_frame(self, kind, fields):
+        if kind == "ready":
+            return
+        if not fields:
+            raise ValueError("a %s frame without its execution number" % kind)
+        seq = int(fields[0])
+        if self.running is None or seq != self.running[0]:
+            return  # a late duplicate of an earlier execution's reply
+        for s in self.outputs:
+            s.drain(self.emit)
+        text = lambda b: b.decode("utf-8", "replace")
+        if kind == "result" and len(fields) == 3:
+            value = fields[2]
+            if len(value) > RESULT_MAX:
+                value = value[:RESULT_MAX] + b"\n[... cut at %d bytes]" % RESULT_MAX
+            self.emit({"type": "result", "text": text(value), "extra": {},
+                       "is_main_result": fields[1] == b"1"})
+        elif kind == "error" and len(fields) == 4:
+            self.emit({"type": "error", "name": text(fields[1]), "value": text(fields[2]),
+                       "traceback": text(fields[3])})
+        elif kind == "end":
+            self.emit({"type": "end_of_execution", "id": self.running[1]})
+            self.running = None
+            self.interrupt_asked = False
+        else:
+            raise ValueError("an unknown frame %r with %d fields" % (kind, len(fields)))
+
+    def read_child(self):
+        try:
+            data = os.read(self.rep_r, 1 << 16)
+        except OSError as e:
+            self.child_gone("its reply pipe failed: %s" % e)
+        if not data:
+            self.child_gone("it closed its reply pipe")
+        self.frames.feed(data)
+        while True:
+            try:
+                f = self.frames.next()
+                if f is None:
+                    return
+                self.on_frame(*f)
+            except ValueError as e:
+                self.child_gone("it sent a bad frame: %s" % e)
+
+    def wait_ready(self):
+        """Until the child's ready frame; then our own ready message."""
+        while True:
+            r, _, _ = select.select([self.rep_r] + [s.fd for s in self.outputs if s.open], [], [])
+            for s in self.outputs:
+                if s.fd in r and s.open:
+                    # the REPL's start-up talk is no execution's output: diagnostics
+                    try:
+                        data = os.read(s.fd, CHUNK)
+                    except BlockingIOError:
+                        continue
+                    if data:
+                        log("start-up: " + data.decode(errors="replace").rstrip())
+                    else:
+                        s.open = False
+            if self.rep_r in r:
+                data = os.read(self.rep_r, 1 << 16)
+                if not data:
+                    self.child_gone("it ended before it was ready")
+                self.frames.feed(data)
+                try:
+                    f = self.frames.next()
+                except ValueError as e:
+                    self.child_gone("it sent a bad frame: %s" % e)
+                if f is not None:
+                    if f[0] != "ready":
+                        self.child_gone("its first frame was %r, not ready" % f[0])
+                    log("ready in %.2f s: %s" % (time.monotonic() - self.started,
+                                                 b"".join(f[1]).decode(errors="replace")))
+                    self.emit({"type": "ready", "language": self.language})
+                    return
+
+    # --- requests
+
+    def on_request(self, line):
+        try:
+            req = json.loads(line)
+        except ValueError:
+            log("a request that is not JSON, ignored: %r" % line[:200])
+            return
+        if not isinstance(req, dict) or req.get("type") != "execute":
+            log("an unknown request, ignored: %r" % line[:200])
+            return
+        rid = req.get("id")
+        if not isinstance(rid, str):
+            log("an execute without a string id, ignored")
+            return
+        code = req.get("code")
+        env_vars = req.get("env_vars") or {}
+        if self.running is not None:
+            # the daemon waits for an end_of_execution first; this one cannot run now
+            self.emit({"type": "error", "name": "KernelError",
+                       "value": "an execute came while another was running", "traceback": ""})
+            self.emit({"type": "end_of_execution", "id": rid})
+            return
+        bad = None
+        if not isinstance(code, str):
+            bad = "the request's code is not a string"
+        elif not isinstance(env_vars, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) and k and "=" not in k and
+                "\0" not in k + v for k, v in env_vars.items()):
+            bad = "env_vars must map names (no '=' or NUL) to strings"
+        if bad:
+            self.emit({"type": "error", "name": "KernelError", "value": bad, "traceback": ""})
+            self.emit({"type": "end_of_execution", "id": rid})
+            return
+        self.seq += 1
+        fields = [str(self.seq), code]
+        for k, v in env_vars.items():
+            fields += [k, v]
+        self.running = (self.seq, rid)
+        if not self.send_child(frame("exec", *fields)):
+            self.child_gone("it stopped reading requests")
+
+    def on_sigint(self):
+        try:
+            while os.read(self.sigint_r, 256):
+                pass
+        except BlockingIOError:
+            pass
+        if self.running is None:
+            return  # idle: ignored
+        self.interrupt_asked = True
+        if self.interrupt_by == "frame":
+            if not self.send_child(frame("stop")):
+                self.child_gone("it stopped reading requests")
+        else:
+            try:
+                os.killpg(self.child.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+
+    def run(self):
+        self.wait_ready()
+        while True:
+            now = time.monotonic()
+            dues = [d for d in (s.due_in(now) for s in self.outputs) if d is not None]
+            fds = [self.proto_in, self.rep_r, self.sigint_r] + [s.fd for s in self.outputs if s.open]
+            try:
+                r, _, _ = select.select(fds, [], [], min(dues) if dues else None)
+            except InterruptedError:
+                continue
+            if self.sigint_r in r:
+                self.on_sigint()
+            for s in self.outputs:
+                if s.fd in r and s.open:
+                    s.read(self.emit)
+            now = time.monotonic()
+            for s in self.outputs:
+                d = s.due_in(now)
+                if d is not None and d <= 0:
+                    s.flush(self.emit)
+            if self.rep_r in r:
+                self.read_child()
+            if self.proto_in in r:
+                data = os.read(self.proto_in, 1 << 16)
+                if not data:
+                    log("end of requests: exiting")
+                    self.finish(0)
+                self.inbuf += data
+                while b"\n" in self.inbuf:
+                    line, self.inbuf = self.inbuf.split(b"\n", 1)
+                    if line.strip():
+                        self.on_request(line)
