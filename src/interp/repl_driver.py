@@ -162,6 +162,9 @@ class Driver:
     packet:      the child's fd 1 and 2 are packet-mode pipes (O_DIRECT): each write is read
                  back alone, so its message boundaries are the program's own writes
     env:         the child's environment
+
+    The child has a session (and process group) of its own, so that a signal the daemon sends
+    this kernel's group reaches the child only as this driver forwards it.
     """
 
     def __init__(self, language, argv, interrupt, coalesce, packet=False, env=None):
@@ -185,7 +188,8 @@ class Driver:
         self.started = time.monotonic()
         self.child = subprocess.Popen(argv(req_r, rep_w), stdin=subprocess.DEVNULL,
                                       stdout=out_w, stderr=err_w, pass_fds=(req_r, rep_w),
-                                      env=env, start_new_session=True)
+                                      env=env, start_new_session=True,
+                                      preexec_fn=self._ignore_sigint if interrupt == "frame" else None)
         for fd in (req_r, rep_w, out_w, err_w):
             os.close(fd)
         self.outputs = [OutputStream(out_r, "stdout", coalesce),
@@ -193,6 +197,12 @@ class Driver:
         for s in self.outputs:
             os.set_blocking(s.fd, False)
         self.frames = FrameReader()
+
+    @staticmethod
+    def _ignore_sigint():
+        """A child interrupted by frames ignores SIGINT, whoever sends it: a JVM started so
+        keeps it ignored, where its default would be to exit."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     @staticmethod
     def _move_protocol_fds():
