@@ -103,6 +103,9 @@ local({
             if (v$visible) {
                 text <- utils::capture.output(if (isS4(v$value)) methods::show(v$value) else print(v$value))
                 send("result", seq, if (main) "1" else "0", paste(text, collapse = "\n"))
+                # the driver has read the output written so far: what follows comes after
+                ack <- read_frame()
+                if (!identical(ack$kind, "ack")) stop("the driver sent no ack for a result")
             }
             TRUE
         }, warning = on_warning, error = function(e) frames <<- user_frames(sys.calls())),

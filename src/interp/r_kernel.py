@@ -15,9 +15,10 @@ def main():
         sys.exit(1)
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "r_kernel.R")
     # R writes a line in many small writes: the driver puts those that follow each other
-    # into one message. Ctrl-C is SIGINT to R's process group, as a terminal sends it.
+    # into one message. Ctrl-C is SIGINT to R's process group, as a terminal sends it. A cell
+    # goes on after each value it shows, so R waits for each result's ack.
     Driver("r", lambda req, rep: [rscript, "--vanilla", script, str(req), str(rep)],
-           interrupt="signal", coalesce=True).run()
+           interrupt="signal", coalesce=True, ack_results=True).run()
 
 
 if __name__ == "__main__":

@@ -11,10 +11,16 @@ reply pipe itself, and then it only breaks its own context):
 
     to the child:    exec SEQ CODE [NAME VALUE]...   run CODE with these env vars, then restore them
                      stop                             (Java) interrupt the running execution
+                     ack                              (R) a result frame was handled
     from the child:  ready INFO                       it can take an exec (INFO: a diagnostic line)
                      result SEQ MAIN TEXT             a value (MAIN "1": the cell's value)
                      error SEQ NAME VALUE TRACEBACK   the execution raised
                      end SEQ                          the execution is over
+
+Output and replies travel on different pipes, so their order is only known for what was written
+before a reply: the driver reads all the output there is before it handles a reply. A child
+that goes on after a result (R: a cell's earlier values) waits for the ack of each result, so
+that its later output cannot overtake the result.
 
 SEQ is the execution's number (this process counts them): a reply whose SEQ is not the running
 execution's is dropped, so a late duplicate can never end the next execution.
@@ -161,14 +167,17 @@ class Driver:
     coalesce:    see OutputStream
     packet:      the child's fd 1 and 2 are packet-mode pipes (O_DIRECT): each write is read
                  back alone, so its message boundaries are the program's own writes
+    ack_results: the child waits for an ack frame after each result frame
     env:         the child's environment
 
     The child has a session (and process group) of its own, so that a signal the daemon sends
     this kernel's group reaches the child only as this driver forwards it.
     """
 
-    def __init__(self, language, argv, interrupt, coalesce, packet=False, env=None):
+    def __init__(self, language, argv, interrupt, coalesce, packet=False, ack_results=False,
+                 env=None):
         self.language = language
+        self.ack_results = ack_results
         self.interrupt_by = interrupt
         self.proto_in, self.proto_out = self._move_protocol_fds()
         self.inbuf = b""
@@ -293,6 +302,8 @@ class Driver:
                 value = value[:RESULT_MAX] + b"\n[... cut at %d bytes]" % RESULT_MAX
             self.emit({"type": "result", "text": text(value), "extra": {},
                        "is_main_result": fields[1] == b"1"})
+            if self.ack_results and not self.send_child(frame("ack")):
+                self.child_gone("it stopped reading requests")
         elif kind == "error" and len(fields) == 4:
             self.emit({"type": "error", "name": text(fields[1]), "value": text(fields[2]),
                        "traceback": text(fields[3])})
