@@ -25,6 +25,8 @@ public class JavaKernel {
     // Set by the reader thread when a stop frame comes: the execution ends with
     // KeyboardInterrupt at its next snippet, if the one running did not end on its own.
     volatile boolean stopAsked;
+    // An execution is queued or running (set by the reader thread, cleared by the main one).
+    volatile boolean executing;
     // The process environment's backing map, written by env_vars (null: not writable here).
     final Map<String, String> writableEnv = openEnvironment();
 
@@ -109,8 +111,18 @@ public class JavaKernel {
                 String kind = new String(frame.get(0), StandardCharsets.US_ASCII);
                 if (kind.equals("stop")) {
                     stopAsked = true;
-                    shell.stop();
+                    // JShell.stop() only stops a snippet that is running: one that was being
+                    // compiled when the stop came starts after it, so stop again until the
+                    // execution is over (it starts no snippet once stopAsked is set).
+                    while (executing) {
+                        shell.stop();
+                        Thread.sleep(20);
+                    }
                 } else if (kind.equals("exec") && frame.size() >= 3 && frame.size() % 2 == 1) {
+                    // set here, not when the main thread takes it: a stop that comes
+                    // right behind the exec is then never lost
+                    stopAsked = false;
+                    executing = true;
                     execs.put(frame.subList(1, frame.size()));
                 } else {
                     throw new IOException("an unknown request: " + kind);
@@ -127,7 +139,6 @@ public class JavaKernel {
     void execute(List<byte[]> fields) throws IOException {
         String seq = utf8(fields.get(0));
         String code = utf8(fields.get(1));
-        stopAsked = false;
         Map<String, String> savedEnv = new HashMap<>(), savedProps = new HashMap<>();
         for (int i = 2; i + 1 < fields.size(); i += 2) {
             String name = utf8(fields.get(i)), value = utf8(fields.get(i + 1));
@@ -148,6 +159,7 @@ public class JavaKernel {
                 restoreProperty(e.getKey(), e.getValue());
                 if (writableEnv != null) restoreEnv(writableEnv, e.getKey(), savedEnv.get(e.getKey()));
             }
+            executing = false;
             send("end", seq);
         }
     }

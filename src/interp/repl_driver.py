@@ -206,6 +206,9 @@ class Driver:
         for s in self.outputs:
             os.set_blocking(s.fd, False)
         self.frames = FrameReader()
+        # Readable when the child has exited: its reply pipe's EOF is not enough, since a
+        # process it started in the background (R's system("... &")) may hold that pipe open.
+        self.exited = os.pidfd_open(self.child.pid)
 
     @staticmethod
     def _ignore_sigint():
@@ -317,6 +320,8 @@ class Driver:
     def read_child(self):
         try:
             data = os.read(self.rep_r, 1 << 16)
+        except BlockingIOError:
+            raise
         except OSError as e:
             self.child_gone("its reply pipe failed: %s" % e)
         if not data:
@@ -334,7 +339,10 @@ class Driver:
     def wait_ready(self):
         """Until the child's ready frame; then our own ready message."""
         while True:
-            r, _, _ = select.select([self.rep_r] + [s.fd for s in self.outputs if s.open], [], [])
+            r, _, _ = select.select([self.rep_r, self.exited] +
+                                    [s.fd for s in self.outputs if s.open], [], [])
+            if self.exited in r and self.rep_r not in r:
+                self.child_gone("it ended before it was ready")
             for s in self.outputs:
                 if s.fd in r and s.open:
                     # the REPL's start-up talk is no execution's output: diagnostics
@@ -428,13 +436,12 @@ class Driver:
         while True:
             now = time.monotonic()
             dues = [d for d in (s.due_in(now) for s in self.outputs) if d is not None]
-            fds = [self.proto_in, self.rep_r, self.sigint_r] + [s.fd for s in self.outputs if s.open]
+            fds = [self.proto_in, self.rep_r, self.sigint_r, self.exited] + \
+                [s.fd for s in self.outputs if s.open]
             try:
                 r, _, _ = select.select(fds, [], [], min(dues) if dues else None)
             except InterruptedError:
                 continue
-            if self.sigint_r in r:
-                self.on_sigint()
             for s in self.outputs:
                 if s.fd in r and s.open:
                     s.read(self.emit)
@@ -445,6 +452,15 @@ class Driver:
                     s.flush(self.emit)
             if self.rep_r in r:
                 self.read_child()
+            if self.exited in r:
+                # what it replied before it died counts: read the pipe out first
+                os.set_blocking(self.rep_r, False)
+                try:
+                    while True:
+                        self.read_child()
+                except BlockingIOError:
+                    pass
+                self.child_gone("it exited")
             if self.proto_in in r:
                 data = os.read(self.proto_in, 1 << 16)
                 if not data:
@@ -455,3 +471,6 @@ class Driver:
                     line, self.inbuf = self.inbuf.split(b"\n", 1)
                     if line.strip():
                         self.on_request(line)
+            # after the requests: a SIGINT sent right behind an execute is that execute's
+            if self.sigint_r in r:
+                self.on_sigint()

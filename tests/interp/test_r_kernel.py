@@ -187,4 +187,23 @@ t.ok(status not in (0, None), "and the kernel exits non-zero (the daemon restart
 t.ok(all(gone(p) for p in repl), "leaving no R process behind", repl)
 k2.close()
 
+# A process R started in the background holds R's pipes open; R's end is seen all the same.
+k3 = start()
+pidfile = "/tmp/hutch-test-r-bg.%d" % os.getpid()
+m = k3.execute('system("sleep 30 & echo $! > %s"); quit(status = 4)' % pidfile)
+t.is_(k3.error(m) and k3.error(m)["name"], "KernelDied",
+      "R exiting while its background child holds its pipes: the end comes")
+try:
+    status = k3.proc.wait(10)
+except Exception:
+    status = None
+t.ok(status not in (0, None), "and the kernel exits", status)
+try:
+    with open(pidfile) as f:
+        os.kill(int(f.read()), 9)
+    os.unlink(pidfile)
+except (OSError, ValueError):
+    pass
+k3.close()
+
 t.done()
