@@ -1,6 +1,6 @@
 // The Java side of the Java kernel: java_kernel.py starts it (source-file mode) as
 //     java --add-opens java.base/java.util=ALL-UNNAMED JavaKernel.java REQUEST_FD REPLY_FD
-// and speaks the frames of repl_driver.py with it. The user's snippets run in this JVM through
+// and speaks repl_driver.py's requests and frames with it. The user's snippets run in this JVM through
 // the JShell API with its local execution engine, so System.out and System.err are this
 // process's fds 1 and 2, the pipes the driver reads.
 import java.io.*;
@@ -18,10 +18,10 @@ public class JavaKernel {
             + "import java.util.function.*; import java.util.prefs.*; import java.util.regex.*; "
             + "import java.util.stream.*;";
 
-    final DataInputStream requests;
+    final BufferedReader requests;
     final OutputStream replies;
     final JShell shell;
-    final LinkedBlockingQueue<List<byte[]>> execs = new LinkedBlockingQueue<>();
+    final LinkedBlockingQueue<List<String>> execs = new LinkedBlockingQueue<>();
     // Set by the reader thread when a stop frame comes: the execution ends with
     // KeyboardInterrupt at its next snippet, if the one running did not end on its own.
     volatile boolean stopAsked;
@@ -31,7 +31,8 @@ public class JavaKernel {
     final Map<String, String> writableEnv = openEnvironment();
 
     JavaKernel(String requestFd, String replyFd) throws IOException {
-        requests = new DataInputStream(new BufferedInputStream(new FileInputStream("/proc/self/fd/" + requestFd)));
+        requests = new BufferedReader(new InputStreamReader(new FileInputStream("/proc/self/fd/" + requestFd),
+                StandardCharsets.US_ASCII));
         replies = new FileOutputStream("/proc/self/fd/" + replyFd);
         // Unbuffered: each print reaches the pipe when it is made, not when a buffer fills. A
         // subclass ({}), because PrintStream's own println writes the line and its newline in
@@ -61,7 +62,7 @@ public class JavaKernel {
         reader.setDaemon(true);
         reader.start();
         while (true) {
-            List<byte[]> fields = k.execs.take();
+            List<String> fields = k.execs.take();
             if (fields.isEmpty()) break;  // the end of the requests
             k.execute(fields);
         }
@@ -84,32 +85,12 @@ public class JavaKernel {
         replies.flush();
     }
 
-    // A frame as [kind, fields...], or null at the end of the pipe.
-    List<byte[]> readFrame() throws IOException {
-        ByteArrayOutputStream header = new ByteArrayOutputStream();
-        for (int b; (b = requests.read()) != '\n'; ) {
-            if (b < 0) {
-                if (header.size() > 0) throw new EOFException("the request pipe ended inside a frame header");
-                return null;
-            }
-            header.write(b);
-        }
-        String[] parts = header.toString(StandardCharsets.US_ASCII).split(" ");
-        List<byte[]> frame = new ArrayList<>();
-        frame.add(parts[0].getBytes(StandardCharsets.US_ASCII));
-        for (int i = 1; i < parts.length; i++) {
-            byte[] field = new byte[Integer.parseInt(parts[i])];
-            requests.readFully(field);
-            frame.add(field);
-        }
-        return frame;
-    }
-
     void readRequests() {
         try {
-            for (List<byte[]> frame; (frame = readFrame()) != null; ) {
-                String kind = new String(frame.get(0), StandardCharsets.US_ASCII);
-                if (kind.equals("stop")) {
+            // a request line: KIND SEQ FIELD..., each field the hex of its UTF-8
+            for (String line; (line = requests.readLine()) != null; ) {
+                String[] parts = line.split(" ", -1);
+                if (parts[0].equals("stop")) {
                     stopAsked = true;
                     // JShell.stop() only stops a snippet that is running: one that was being
                     // compiled when the stop came starts after it, so stop again until the
@@ -118,14 +99,17 @@ public class JavaKernel {
                         shell.stop();
                         Thread.sleep(20);
                     }
-                } else if (kind.equals("exec") && frame.size() >= 3 && frame.size() % 2 == 1) {
-                    // set here, not when the main thread takes it: a stop that comes
-                    // right behind the exec is then never lost
+                } else if (parts[0].equals("exec") && parts.length >= 3 && parts.length % 2 == 1) {
+                    List<String> fields = new ArrayList<>();
+                    fields.add(parts[1]);
+                    for (int i = 2; i < parts.length; i++) fields.add(unhex(parts[i]));
+                    // set here, not when the main thread takes it: a stop that comes right
+                    // behind the exec is then never lost
                     stopAsked = false;
                     executing = true;
-                    execs.put(frame.subList(1, frame.size()));
+                    execs.put(fields);
                 } else {
-                    throw new IOException("an unknown request: " + kind);
+                    throw new IOException("an unknown request: " + parts[0]);
                 }
             }
         } catch (Exception e) {
@@ -134,14 +118,20 @@ public class JavaKernel {
         execs.add(List.of());
     }
 
+    static String unhex(String hex) {
+        byte[] b = new byte[hex.length() / 2];
+        for (int i = 0; i < b.length; i++) b[i] = (byte) Integer.parseInt(hex.substring(2 * i, 2 * i + 2), 16);
+        return new String(b, StandardCharsets.UTF_8);
+    }
+
     // --- executions
 
-    void execute(List<byte[]> fields) throws IOException {
-        String seq = utf8(fields.get(0));
-        String code = utf8(fields.get(1));
+    void execute(List<String> fields) throws IOException {
+        String seq = fields.get(0);
+        String code = fields.get(1);
         Map<String, String> savedEnv = new HashMap<>(), savedProps = new HashMap<>();
         for (int i = 2; i + 1 < fields.size(); i += 2) {
-            String name = utf8(fields.get(i)), value = utf8(fields.get(i + 1));
+            String name = fields.get(i), value = fields.get(i + 1);
             if (!savedProps.containsKey(name)) {
                 savedEnv.put(name, System.getenv(name));
                 savedProps.put(name, System.getProperty(name));
@@ -319,10 +309,6 @@ public class JavaKernel {
         StringWriter w = new StringWriter();
         t.printStackTrace(new PrintWriter(w));
         return w.toString().stripTrailing();
-    }
-
-    static String utf8(byte[] b) {
-        return new String(b, StandardCharsets.UTF_8);
     }
 
     // The map behind System.getenv(), writable, so that an execution's env_vars are seen by

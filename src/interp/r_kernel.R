@@ -1,11 +1,12 @@
 # The R side of the R kernel: r_kernel.py starts it as
 #     Rscript --vanilla r_kernel.R REQUEST_FD REPLY_FD
-# and speaks the frames of repl_driver.py with it (R has no JSON of its own; the frames need none).
+# and speaks repl_driver.py's requests and frames with it (R has no JSON of its own; they need
+# none).
 # fds 1 and 2 are pipes the driver reads: whatever R or a child writes there is the execution's
 # output. Everything here lives in local()'s environment, not the user's global one.
 local({
     args <- commandArgs(trailingOnly = TRUE)
-    req_con <- file(sprintf("/dev/fd/%s", args[[1]]), open = "rb", raw = TRUE)
+    req_con <- file(sprintf("/dev/fd/%s", args[[1]]), open = "r", raw = TRUE)
     rep_con <- file(sprintf("/dev/fd/%s", args[[2]]), open = "wb", raw = TRUE)
 
     # A sandbox's env may have no locale: R would then write non-ASCII text as <U+00E9>.
@@ -23,31 +24,30 @@ local({
         flush(rep_con)
     }
 
-    read_field <- function(n) {
+    # A request field: the hex of its UTF-8 (NA if it holds a NUL, which R strings cannot).
+    unhex <- function(h) {
+        n <- nchar(h)
         if (n == 0L) return("")
-        bytes <- readBin(req_con, "raw", n)
-        if (length(bytes) != n) stop("the request pipe ended inside a frame")
-        # R strings cannot hold NUL; code with one is refused by run_code
+        bytes <- as.raw(strtoi(substring(h, seq.int(1L, n, 2L), seq.int(2L, n, 2L)), 16L))
         if (any(bytes == as.raw(0L))) return(NA_character_)
         s <- rawToChar(bytes)
         Encoding(s) <- "UTF-8"
         s
     }
 
-    # The next request as list(kind, fields), or NULL at the end of the pipe.
-    read_frame <- function() {
-        header <- raw(0)
+    # The next request line split at its spaces; R ends at the end of the requests.
+    next_request <- function() {
+        line <- readLines(req_con, n = 1L)
+        if (!length(line)) quit(save = "no", status = 0)
+        strsplit(line, " ", fixed = TRUE)[[1]]
+    }
+
+    # Until the driver's line KIND SEQ; other lines are spares of an interrupted wait.
+    wait_for <- function(kind, seq) {
         repeat {
-            b <- readBin(req_con, "raw", 1L)
-            if (length(b) == 0L) {
-                if (length(header)) stop("the request pipe ended inside a frame header")
-                return(NULL)
-            }
-            if (b == as.raw(10L)) break
-            header <- c(header, b)
+            parts <- next_request()
+            if (identical(parts, c(kind, seq))) return(invisible())
         }
-        parts <- strsplit(rawToChar(header), " ", fixed = TRUE)[[1]]
-        list(kind = parts[[1]], fields = lapply(as.integer(parts[-1]), read_field))
     }
 
     # User code runs as eval(expr, .GlobalEnv) inside run_user(): a condition whose call is that
@@ -104,8 +104,7 @@ local({
                 text <- utils::capture.output(if (isS4(v$value)) methods::show(v$value) else print(v$value))
                 send("result", seq, if (main) "1" else "0", paste(text, collapse = "\n"))
                 # the driver has read the output written so far: what follows comes after
-                ack <- read_frame()
-                if (!identical(ack$kind, "ack")) stop("the driver sent no ack for a result")
+                wait_for("ack", seq)
             }
             TRUE
         }, warning = on_warning, error = function(e) frames <<- user_frames(sys.calls())),
@@ -153,39 +152,64 @@ local({
         }
     }
 
-    execute <- function(fields) {
-        seq <- fields[[1]]
-        saved <- character(0)
-        # SIGINT (the driver's, sent to this process group) raises an interrupt wherever R is:
-        # in the user's code it ends the execution; one that comes late, after the user's code,
-        # is dropped, and the end is sent again until it went out whole (the driver drops
-        # a duplicate: its SEQ is no longer running).
-        tryCatch({
-            saved <- set_env(fields[-1][-1])
-            run_code(seq, fields[[2]])
-        }, interrupt = function(i) {
-            send("error", seq, "KeyboardInterrupt", "interrupted", "")
-        })
-        repeat {
-            done <- tryCatch({
-                restore_env(saved)
-                send("end", seq)
-                TRUE
-            }, interrupt = function(i) FALSE)
-            if (done) break
-        }
+    # An execution goes through these phases, one step() each (repl_driver.py says why):
+    #   idle   reading the next request       run    the user's code
+    #   done   telling the driver so          fence  waiting for its fence
+    #   flush  clearing interrupts sent before the fence
+    #   end    env vars put back, the end sent
+    # A SIGINT raises an interrupt wherever R is. on_interrupt() makes of it what the phase
+    # says, and the phase's step runs again where that is safe: a step's last act is to move
+    # on, so a step that is cut short is a step not done.
+    state <- new.env()
+    state$phase <- "idle"
+
+    step <- function() {
+        switch(state$phase,
+            idle = {
+                parts <- next_request()
+                # what is not an exec is a spare ack or fence of an interrupted execution
+                if (length(parts) >= 3L && parts[[1]] == "exec" && length(parts) %% 2L == 1L) {
+                    state$seq <- parts[[2]]
+                    fields <- lapply(parts[-(1:2)], unhex)
+                    state$saved <- set_env(fields[-1])
+                    state$code <- fields[[1]]
+                    state$phase <- "run"
+                    send("started", state$seq)  # from here the driver forwards SIGINT
+                    run_code(state$seq, state$code)
+                    state$phase <- "done"
+                }
+            },
+            done = {
+                send("done", state$seq)  # from here it sends none
+                state$phase <- "fence"
+            },
+            fence = {
+                parts <- next_request()
+                if (identical(parts, c("fence", state$seq))) state$phase <- "flush"
+            },
+            flush = {
+                Sys.sleep(0)  # raises the interrupt of a SIGINT that came before the fence
+                state$phase <- "end"
+            },
+            end = {
+                restore_env(state$saved)
+                send("end", state$seq)
+                state$phase <- "idle"
+            })
+    }
+
+    on_interrupt <- function(i) {
+        switch(state$phase,
+            run = {
+                send("error", state$seq, "KeyboardInterrupt", "interrupted", "")
+                state$phase <- "done"
+            },
+            fence = send("again", state$seq),  # it may have cost us the fence: another
+            NULL)  # done, flush, end: the step again; idle: no SIGINT is sent there
     }
 
     send("ready", R.version.string)
-    repeat {
-        req <- tryCatch(read_frame(), interrupt = function(i) "interrupted while idle")
-        if (is.null(req)) break
-        if (!is.list(req)) next
-        if (identical(req$kind, "exec") && length(req$fields) >= 2L && length(req$fields) %% 2L == 0L) {
-            execute(req$fields)
-        } else {
-            stop("an unknown request: ", req$kind)
-        }
-    }
+    # An interrupt between two steps (outside the inner tryCatch) is the outer one's.
+    repeat tryCatch(repeat tryCatch(step(), interrupt = on_interrupt), interrupt = on_interrupt)
 })
 quit(save = "no", status = 0)

@@ -4,18 +4,24 @@ Java kernels (r_kernel.py, java_kernel.py) are this plus the language's own side
 The child runs the user's code with stdin /dev/null and fds 1 and 2 on pipes this process reads,
 so anything that writes to them (the language's printing, a subprocess) comes back as `stdout` /
 `stderr` messages. Requests and replies between this process and the child go over two more
-pipes, in frames that user code cannot forge by printing (it would have to find and write to the
-reply pipe itself, and then it only breaks its own context):
+pipes, which user code cannot reach by printing (it would have to find and write to them itself,
+and then it only breaks its own context).
 
-    a frame:  KIND LEN1 LEN2 ...\\n  then the fields' bytes, LEN1 + LEN2 + ... of them, back to back
+Requests are lines (a language without JSON reads them with what it has): a kind, the
+execution's number SEQ, and fields hex-encoded, so that no field holds a space or a newline:
 
-    to the child:    exec SEQ CODE [NAME VALUE]...   run CODE with these env vars, then restore them
-                     stop                             (Java) interrupt the running execution
-                     ack                              (R) a result frame was handled
-    from the child:  ready INFO                       it can take an exec (INFO: a diagnostic line)
-                     result SEQ MAIN TEXT             a value (MAIN "1": the cell's value)
-                     error SEQ NAME VALUE TRACEBACK   the execution raised
-                     end SEQ                          the execution is over
+    exec SEQ CODE [NAME VALUE]...   run CODE with these env vars, then put them back
+    stop SEQ                        (Java) interrupt the execution
+    ack SEQ                         (R) a result was handled
+    fence SEQ                       (R) the answer to done and again
+
+Replies are frames:  KIND LEN1 LEN2 ...\\n  then the fields' bytes, LEN1 + LEN2 + ..., back to back
+
+    ready INFO                      it can take an exec (INFO: a diagnostic line)
+    result SEQ MAIN TEXT            a value (MAIN "1": the cell's value)
+    error SEQ NAME VALUE TRACEBACK  the execution raised
+    end SEQ                         the execution is over
+    started SEQ / done SEQ / again SEQ   (R) see below
 
 Output and replies travel on different pipes, so their order is only known for what was written
 before a reply: the driver reads all the output there is before it handles a reply. A child
@@ -23,8 +29,18 @@ that goes on after a result (R: a cell's earlier values) waits for the ack of ea
 that its later output cannot overtake the result.
 
 SEQ is the execution's number (this process counts them): a reply whose SEQ is not the running
-execution's is dropped, so a late duplicate can never end the next execution.
+execution's is dropped, and so is a request line the child does not expect, so a late duplicate
+on either side can never touch the next execution.
+
+Interrupts by signal (R): R takes SIGINT as a flag that raises an interrupt at its next check,
+wherever it is; one that came while R was reading a request would lose that request. So SIGINT
+is forwarded only between the child's `started` (it has the request) and its `done` (the user's
+code is over); one that comes before `started` waits for it. After `done` the driver sends no
+more and answers with a fence: once R has read the fence, every SIGINT sent before it has
+reached R, and R clears them before it reads another request. R says `again` when an interrupt
+may have cost it the fence, and gets another (a spare fence is a line it skips).
 """
+import array
 import codecs
 import fcntl
 import json
@@ -33,6 +49,7 @@ import select
 import signal
 import subprocess
 import sys
+import termios
 import time
 
 CHUNK = 64 << 10           # at most this many bytes of output in one stdout/stderr message
@@ -49,10 +66,10 @@ def log(msg):
         pass
 
 
-def frame(kind, *fields):
-    data = [f if isinstance(f, bytes) else str(f).encode("utf-8", "surrogateescape") for f in fields]
-    header = " ".join([kind] + [str(len(d)) for d in data]) + "\n"
-    return header.encode() + b"".join(data)
+def request(kind, seq, *fields):
+    """A request line: kind, SEQ, then each field (str) as the hex of its UTF-8."""
+    return (" ".join([kind, str(seq)] + [f.encode("utf-8", "surrogatepass").hex() for f in fields])
+            + "\n").encode()
 
 
 class FrameReader:
@@ -167,7 +184,7 @@ class Driver:
     coalesce:    see OutputStream
     packet:      the child's fd 1 and 2 are packet-mode pipes (O_DIRECT): each write is read
                  back alone, so its message boundaries are the program's own writes
-    ack_results: the child waits for an ack frame after each result frame
+    ack_results: the child waits for an ack line after each result frame
     env:         the child's environment
 
     The child has a session (and process group) of its own, so that a signal the daemon sends
@@ -181,12 +198,25 @@ class Driver:
         self.interrupt_by = interrupt
         self.proto_in, self.proto_out = self._move_protocol_fds()
         self.inbuf = b""
+        self.in_read = 0           # bytes read from fd 0 so far
+        self.inbuf_at = 0          # where in those inbuf starts
         self.seq = 0
-        self.running = None        # (seq, request id) of the execution in progress
-        self.interrupt_asked = False
+        # (seq, request id, where its request line starts on fd 0) of the execution in progress
+        self.running = None
+        # where it is, for interrupts by signal: "sent" (the child may still be reading the
+        # request), "started" (its code runs), "finishing" (done: no more signals)
+        self.phase = None
+        self.interrupt_asked = False  # a SIGINT came in this execution
+        self.errored = False          # it has had its error (PROTOCOL.md: at most one)
+        # Each SIGINT is marked with how far fd 0's requests reached when it came (what was
+        # read, and what waits in the pipe): it is for the execution whose request was written
+        # before it, so that one sent right behind an execute interrupts it, and one sent just
+        # before the next execute does not. The handler runs as it comes (it interrupts select);
+        # the wakeup fd wakes the loop to act on it.
+        self.sigint_marks = []
         self.sigint_r, self.sigint_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(self.sigint_w)
-        signal.signal(signal.SIGINT, lambda *_: None)  # the wakeup fd says it came
+        signal.signal(signal.SIGINT, self._mark_sigint)
         # SIGPIPE stays ignored (Python's default): a dead child or daemon is an EPIPE here.
 
         req_r, self.req_w = os.pipe2(os.O_CLOEXEC)
@@ -209,6 +239,14 @@ class Driver:
         # Readable when the child has exited: its reply pipe's EOF is not enough, since a
         # process it started in the background (R's system("... &")) may hold that pipe open.
         self.exited = os.pidfd_open(self.child.pid)
+
+    def _mark_sigint(self, signum, frame):
+        waiting = array.array("i", [0])
+        try:
+            fcntl.ioctl(self.proto_in, termios.FIONREAD, waiting)
+        except OSError:
+            pass
+        self.sigint_marks.append(self.in_read + waiting[0])
 
     @staticmethod
     def _ignore_sigint():
@@ -247,9 +285,8 @@ class Driver:
         try:
             while view:
                 view = view[os.write(self.req_w, view):]
-            return True
         except OSError:
-            return False
+            self.child_gone("it stopped reading requests")
 
     def finish(self, status):
         """Ends the child (its whole process group) and this kernel."""
@@ -305,15 +342,26 @@ class Driver:
                 value = value[:RESULT_MAX] + b"\n[... cut at %d bytes]" % RESULT_MAX
             self.emit({"type": "result", "text": text(value), "extra": {},
                        "is_main_result": fields[1] == b"1"})
-            if self.ack_results and not self.send_child(frame("ack")):
-                self.child_gone("it stopped reading requests")
+            if self.ack_results:
+                self.send_child(request("ack", seq))
         elif kind == "error" and len(fields) == 4:
+            if self.errored:
+                return
+            self.errored = True
             self.emit({"type": "error", "name": text(fields[1]), "value": text(fields[2]),
                        "traceback": text(fields[3])})
         elif kind == "end":
             self.emit({"type": "end_of_execution", "id": self.running[1]})
-            self.running = None
-            self.interrupt_asked = False
+            self.running = self.phase = None
+            self.interrupt_asked = self.errored = False
+        elif kind == "started":
+            if self.phase == "sent":
+                self.phase = "started"
+                if self.interrupt_asked:
+                    self.interrupt()
+        elif kind in ("done", "again"):
+            self.phase = "finishing"
+            self.send_child(request("fence", seq))
         else:
             raise ValueError("an unknown frame %r with %d fields" % (kind, len(fields)))
 
@@ -373,7 +421,7 @@ class Driver:
 
     # --- requests
 
-    def on_request(self, line):
+    def on_request(self, line, line_at):
         try:
             req = json.loads(line)
         except ValueError:
@@ -406,12 +454,12 @@ class Driver:
             self.emit({"type": "end_of_execution", "id": rid})
             return
         self.seq += 1
-        fields = [str(self.seq), code]
+        fields = [code]
         for k, v in env_vars.items():
             fields += [k, v]
-        self.running = (self.seq, rid)
-        if not self.send_child(frame("exec", *fields)):
-            self.child_gone("it stopped reading requests")
+        self.running = (self.seq, rid, line_at)
+        self.phase = "sent"
+        self.send_child(request("exec", self.seq, *fields))
 
     def on_sigint(self):
         try:
@@ -419,12 +467,17 @@ class Driver:
                 pass
         except BlockingIOError:
             pass
-        if self.running is None:
-            return  # idle: ignored
+        marks, self.sigint_marks = self.sigint_marks, []
+        if self.running is None or not any(m > self.running[2] for m in marks):
+            return  # idle, or it came before this execution's request: ignored
         self.interrupt_asked = True
+        if self.interrupt_by == "frame" or self.phase == "started":
+            self.interrupt()
+        # "sent": forwarded at "started"; "finishing": the code is over already
+
+    def interrupt(self):
         if self.interrupt_by == "frame":
-            if not self.send_child(frame("stop")):
-                self.child_gone("it stopped reading requests")
+            self.send_child(request("stop", self.running[0]))
         else:
             try:
                 os.killpg(self.child.pid, signal.SIGINT)
@@ -466,11 +519,13 @@ class Driver:
                 if not data:
                     log("end of requests: exiting")
                     self.finish(0)
+                self.in_read += len(data)
                 self.inbuf += data
                 while b"\n" in self.inbuf:
                     line, self.inbuf = self.inbuf.split(b"\n", 1)
+                    line_at, self.inbuf_at = self.inbuf_at, self.inbuf_at + len(line) + 1
                     if line.strip():
-                        self.on_request(line)
-            # after the requests: a SIGINT sent right behind an execute is that execute's
+                        self.on_request(line, line_at)
+            # after the requests, which the marks are measured against
             if self.sigint_r in r:
                 self.on_sigint()

@@ -3,6 +3,7 @@ shows them, state, streaming, errors, env_vars (as E2B's Java contexts give them
 properties, and System.getenv too), interrupts, big output, the ends of a kernel. jshell is slow
 to start: one kernel serves the file, and one more is ended by System.exit. TAP."""
 import os
+import random
 import shutil
 import sys
 import time
@@ -173,6 +174,22 @@ k.interrupt()
 time.sleep(0.3)
 m = k.execute("1 + 2")
 t.ok(k.error(m) is None and text(m) == "3", "SIGINT while idle is ignored", m)
+
+# SIGINTs that race with the end of an execution, at every moment around it: each is that
+# execution's or none's, and never reaches the next one. (That one is sent once the kernel has
+# surely taken the SIGINT: one that comes as the next request is already there may be taken as
+# that request's, as the daemon's interrupts are meant.)
+bad = []
+for i in range(40):
+    rid = k.start('Thread.sleep(10); System.out.print("x");')
+    time.sleep(random.uniform(0, 0.03))
+    k.interrupt()
+    k.until_end(rid, timeout=10)
+    time.sleep(0.05)
+    m = k.execute('1 + 1')
+    if k.error(m) is not None or not k.results(m) or k.results(m)[0]["text"] != '2':
+        bad.append(m)
+t.ok(not bad, "40 SIGINTs racing the end of an execution reach no later execution", bad[:2])
 
 # --- big output -------------------------------------------------------------------------------
 

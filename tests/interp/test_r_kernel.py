@@ -2,6 +2,7 @@
 shows them, state, streaming, errors, env_vars, interrupts, big output, the ends of a kernel.
 One kernel serves the file; the tests that end a kernel start their own. TAP."""
 import os
+import random
 import shutil
 import sys
 import time
@@ -155,6 +156,22 @@ time.sleep(0.3)
 m = k.execute("1 + 2")
 t.ok(k.error(m) is None and k.results(m)[0]["text"] == "[1] 3",
      "SIGINT while idle is ignored: the next execution runs whole", m)
+
+# SIGINTs that race with the end of an execution, at every moment around it: each is that
+# execution's or none's, and never reaches the next one. (That one is sent once the kernel has
+# surely taken the SIGINT: one that comes as the next request is already there may be taken as
+# that request's, as the daemon's interrupts are meant.)
+bad = []
+for i in range(40):
+    rid = k.start('Sys.sleep(0.01); cat("x")')
+    time.sleep(random.uniform(0, 0.03))
+    k.interrupt()
+    k.until_end(rid, timeout=10)
+    time.sleep(0.05)
+    m = k.execute('1 + 1')
+    if k.error(m) is not None or not k.results(m) or k.results(m)[0]["text"] != '[1] 2':
+        bad.append(m)
+t.ok(not bad, "40 SIGINTs racing the end of an execution reach no later execution", bad[:2])
 
 # --- big output -------------------------------------------------------------------------------
 
