@@ -32,9 +32,9 @@ def main():
         "-XX:+UseSerialGC",
         source, str(req), str(rep)]
     # Each write of System.out is its own stdout message (a packet pipe, no coalescing), as
-    # IJava streams them: println("hi") comes as "hi" and "\n". Interrupts are a stop frame:
+    # IJava streams them: println("hi") comes as "hi" and "\n". Interrupts are a stop request:
     # JShell.stop() ends the running snippet; SIGINT would end the JVM.
-    Driver("java", argv, interrupt="frame", coalesce=False, packet=True).run()
+    Driver("java", argv, interrupt="request", coalesce=False, packet=True).run()
 
 
 if __name__ == "__main__":

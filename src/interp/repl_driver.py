@@ -42,6 +42,7 @@ may have cost it the fence, and gets another (a spare fence is a line it skips).
 """
 import array
 import codecs
+import ctypes
 import fcntl
 import json
 import os
@@ -66,6 +67,16 @@ def log(msg):
         pass
 
 
+def pipe_holds(fd):
+    """How many bytes wait in a pipe."""
+    n = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, n)
+    except OSError:
+        return 0
+    return n[0]
+
+
 def request(kind, seq, *fields):
     """A request line: kind, SEQ, then each field (str) as the hex of its UTF-8."""
     return (" ".join([kind, str(seq)] + [f.encode("utf-8", "surrogatepass").hex() for f in fields])
@@ -76,7 +87,7 @@ class FrameReader:
     """Frames from the child, parsed out of whatever its reply pipe gave so far."""
 
     def __init__(self):
-        self.buf = b""
+        self.buf = bytearray()  # grows in place: a big value comes in many reads
 
     def feed(self, data):
         self.buf += data
@@ -102,9 +113,9 @@ class FrameReader:
             return None
         fields, at = [], nl + 1
         for n in lens:
-            fields.append(self.buf[at:at + n])
+            fields.append(bytes(self.buf[at:at + n]))
             at += n
-        self.buf = self.buf[end:]
+        del self.buf[:end]
         return kind, fields
 
 
@@ -128,15 +139,16 @@ class OutputStream:
         self.open = True
 
     def read(self, emit):
-        """Reads what one read gives; returns False at EOF."""
+        """Reads what one read gives (a whole packet on a packet pipe: CHUNK is more than a
+        packet holds); returns how many bytes, 0 at EOF, None when there were none."""
         try:
             data = os.read(self.fd, CHUNK)
         except BlockingIOError:
-            return True
+            return None
         if not data:
             self.open = False
             self.flush(emit, final=True)
-            return False
+            return 0
         now = time.monotonic()
         if not self.pending:
             self.first_at = now
@@ -144,15 +156,18 @@ class OutputStream:
         self.pending += data
         if not self.coalesce or len(self.pending) >= CHUNK:
             self.flush(emit)
-        return True
+        return len(data)
 
     def drain(self, emit):
-        """Everything the pipe holds now, emitted: what the child wrote before a reply frame
-        comes before that reply's message."""
-        while self.open:
-            r, _, _ = select.select([self.fd], [], [], 0)
-            if not r or not self.read(emit):
+        """What the pipe holds now, emitted: what the child wrote before a reply frame comes
+        before that reply's message. Only that much, so that a process that never stops
+        writing (a background one) cannot keep us here."""
+        left = pipe_holds(self.fd)
+        while self.open and left > 0:
+            n = self.read(emit)
+            if not n:
                 break
+            left -= n
         self.flush(emit)
 
     def due_in(self, now):
@@ -180,19 +195,17 @@ class Driver:
     argv:        a function of (request fd, reply fd) giving the child's argv; the fds are
                  inherited by the child under those numbers
     interrupt:   "signal" (SIGINT to the child's process group, as a terminal's Ctrl-C) or
-                 "frame" (a stop frame: the child interrupts itself)
+                 "request" (a stop request: the child interrupts itself)
     coalesce:    see OutputStream
     packet:      the child's fd 1 and 2 are packet-mode pipes (O_DIRECT): each write is read
                  back alone, so its message boundaries are the program's own writes
     ack_results: the child waits for an ack line after each result frame
-    env:         the child's environment
 
     The child has a session (and process group) of its own, so that a signal the daemon sends
     this kernel's group reaches the child only as this driver forwards it.
     """
 
-    def __init__(self, language, argv, interrupt, coalesce, packet=False, ack_results=False,
-                 env=None):
+    def __init__(self, language, argv, interrupt, coalesce, packet=False, ack_results=False):
         self.language = language
         self.ack_results = ack_results
         self.interrupt_by = interrupt
@@ -204,7 +217,8 @@ class Driver:
         # (seq, request id, where its request line starts on fd 0) of the execution in progress
         self.running = None
         # where it is, for interrupts by signal: "sent" (the child may still be reading the
-        # request), "started" (its code runs), "finishing" (done: no more signals)
+        # request), "started" (its code runs), "finishing" (done: no more signals); a child
+        # interrupted by requests stays "sent", and takes a stop at any time
         self.phase = None
         self.interrupt_asked = False  # a SIGINT came in this execution
         self.errored = False          # it has had its error (PROTOCOL.md: at most one)
@@ -227,8 +241,8 @@ class Driver:
         self.started = time.monotonic()
         self.child = subprocess.Popen(argv(req_r, rep_w), stdin=subprocess.DEVNULL,
                                       stdout=out_w, stderr=err_w, pass_fds=(req_r, rep_w),
-                                      env=env, start_new_session=True,
-                                      preexec_fn=self._ignore_sigint if interrupt == "frame" else None)
+                                      start_new_session=True,
+                                      preexec_fn=lambda: self._child_setup(interrupt))
         for fd in (req_r, rep_w, out_w, err_w):
             os.close(fd)
         self.outputs = [OutputStream(out_r, "stdout", coalesce),
@@ -241,18 +255,18 @@ class Driver:
         self.exited = os.pidfd_open(self.child.pid)
 
     def _mark_sigint(self, signum, frame):
-        waiting = array.array("i", [0])
-        try:
-            fcntl.ioctl(self.proto_in, termios.FIONREAD, waiting)
-        except OSError:
-            pass
-        self.sigint_marks.append(self.in_read + waiting[0])
+        self.sigint_marks.append(self.in_read + pipe_holds(self.proto_in))
 
     @staticmethod
-    def _ignore_sigint():
-        """A child interrupted by frames ignores SIGINT, whoever sends it: a JVM started so
-        keeps it ignored, where its default would be to exit."""
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    def _child_setup(interrupt):
+        """In the child, before its exec: it dies with this kernel (the daemon kills the whole
+        command cgroup, but a kernel killed alone must not leave a busy REPL behind); and a
+        child interrupted by requests ignores SIGINT, whoever sends it: a JVM started so keeps
+        it ignored, where its default would be to exit."""
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if interrupt == "request":
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     @staticmethod
     def _move_protocol_fds():
@@ -471,12 +485,12 @@ class Driver:
         if self.running is None or not any(m > self.running[2] for m in marks):
             return  # idle, or it came before this execution's request: ignored
         self.interrupt_asked = True
-        if self.interrupt_by == "frame" or self.phase == "started":
+        if self.interrupt_by == "request" or self.phase == "started":
             self.interrupt()
         # "sent": forwarded at "started"; "finishing": the code is over already
 
     def interrupt(self):
-        if self.interrupt_by == "frame":
+        if self.interrupt_by == "request":
             self.send_child(request("stop", self.running[0]))
         else:
             try:
