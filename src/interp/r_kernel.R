@@ -13,12 +13,36 @@ local({
     if (!isTRUE(l10n_info()[["UTF-8"]])) invisible(Sys.setlocale("LC_CTYPE", "C.UTF-8"))
     # Functions print as they were written, as in R's interactive REPL.
     options(keep.source = TRUE)
-    # A plot without a device would open Rplots.pdf in the user's cwd (R's non-interactive
-    # default); it goes nowhere instead.
-    options(device = function(...) grDevices::pdf(file = NULL, ...))
+    # Plots: R's default device (when the code opens none) is a PNG file per page in a
+    # directory of ours; at the end of the execution each page is a display result (png), as
+    # IRkernel shows plots. (R's non-interactive default would be Rplots.pdf in the user's cwd.)
+    plot_dir <- tempfile("hutch-r-plots-")
+    dir.create(plot_dir, mode = "0700")
+    plot_devices <- integer(0)
+    options(device = function(...) {
+        grDevices::png(file.path(plot_dir, "plot%03d.png"), width = 7, height = 7, units = "in",
+                       res = 96, type = "cairo")
+        plot_devices <<- c(plot_devices, grDevices::dev.cur())
+    })
+    close_plots <- function() {
+        for (d in intersect(plot_devices, grDevices::dev.list())) grDevices::dev.off(d)
+        plot_devices <<- integer(0)
+        sort(list.files(plot_dir, full.names = TRUE))
+    }
+    send_plots <- function(seq) {
+        for (f in close_plots()) {
+            send("display", seq, readBin(f, "raw", file.size(f)))
+            unlink(f)
+        }
+    }
+    # what an interrupted execution drew is dropped
+    discard_plots <- function() unlink(close_plots())
 
+    # A frame to the driver; a field is a string (sent as UTF-8) or raw bytes.
     send <- function(kind, ...) {
-        fields <- lapply(list(...), function(s) charToRaw(enc2utf8(paste(as.character(s), collapse = "\n"))))
+        fields <- lapply(list(...), function(s) {
+            if (is.raw(s)) s else charToRaw(enc2utf8(paste(as.character(s), collapse = "\n")))
+        })
         header <- paste(c(kind, vapply(fields, length, 1L)), collapse = " ")
         writeBin(c(charToRaw(paste0(header, "\n")), unlist(fields, use.names = FALSE)), rep_con)
         flush(rep_con)
@@ -134,6 +158,7 @@ local({
         for (i in seq_len(n)) {
             if (!run_one(seq, exprs[[i]], i == n)) break
         }
+        send_plots(seq)
     }
 
     # env_vars for one execution: set, then put back as they were (removed if they were unset).
@@ -192,6 +217,7 @@ local({
                 state$phase <- "end"
             },
             end = {
+                discard_plots()
                 restore_env(state$saved)
                 send("end", state$seq)
                 state$phase <- "idle"

@@ -19,6 +19,7 @@ Replies are frames:  KIND LEN1 LEN2 ...\\n  then the fields' bytes, LEN1 + LEN2 
 
     ready INFO                      it can take an exec (INFO: a diagnostic line)
     result SEQ MAIN TEXT            a value (MAIN "1": the cell's value)
+    display SEQ PNG                 (R) a plot, a PNG image
     error SEQ NAME VALUE TRACEBACK  the execution raised
     end SEQ                         the execution is over
     started SEQ / done SEQ / again SEQ   (R) see below
@@ -41,6 +42,7 @@ reached R, and R clears them before it reads another request. R says `again` whe
 may have cost it the fence, and gets another (a spare fence is a line it skips).
 """
 import array
+import base64
 import codecs
 import ctypes
 import fcntl
@@ -358,6 +360,11 @@ class Driver:
                        "is_main_result": fields[1] == b"1"})
             if self.ack_results:
                 self.send_child(request("ack", seq))
+        elif kind == "display" and len(fields) == 2:
+            # IRkernel's plots: display data with the text R gives a plot
+            self.emit({"type": "result", "text": "plot without title",
+                       "png": base64.b64encode(fields[1]).decode(), "extra": {},
+                       "is_main_result": False})
         elif kind == "error" and len(fields) == 4:
             if self.errored:
                 return

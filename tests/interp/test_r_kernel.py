@@ -1,6 +1,7 @@
 """src/interp/r_kernel.py on its own (PROTOCOL.md), outside any sandbox: values as IRkernel
 shows them, state, streaming, errors, env_vars, interrupts, big output, the ends of a kernel.
 One kernel serves the file; the tests that end a kernel start their own. TAP."""
+import base64
 import os
 import random
 import shutil
@@ -46,6 +47,7 @@ def gone(pid, timeout=5.0):
 
 t = Tap()
 t0 = time.monotonic()
+t0_wall = time.time()
 k = start(HUTCH_SANDBOX_VAR="supertest")
 print("# R kernel ready in %.2f s" % (time.monotonic() - t0), flush=True)
 t.is_(k.language, "r", "ready names the language r")
@@ -98,6 +100,20 @@ t.ok(len(outs) == 2 and outs[0]["text"] == "first\n" and outs[0]["_at"] - start_
 m = k.execute('cat("before\\n"); 7; cat("after\\n")')
 t.is_([x["type"] for x in m], ["stdout", "result", "stdout", "end_of_execution"],
       "output and results come in the order they happen")
+
+# --- plots ------------------------------------------------------------------------------------
+
+m = k.execute('plot(1:10, main = "one"); hist(c(1, 2, 2, 3)); 5')
+res = k.results(m)
+pngs = [r for r in res if "png" in r]
+t.is_([(r.get("text"), r["is_main_result"]) for r in res],
+      [("[1] 5", True), ("plot without title", False), ("plot without title", False)],
+      "each plot is a display result after the value, as IRkernel's")
+t.ok(len(pngs) == 2 and all(base64.b64decode(r["png"])[:8] == b"\x89PNG\r\n\x1a\n" for r in pngs),
+     "a plot's png is bare base64 of a PNG")
+t.is_(k.results(k.execute("invisible(7)")), [], "a plot is shown once")
+t.ok(not os.path.exists("/tmp/Rplots.pdf") or os.path.getmtime("/tmp/Rplots.pdf") < t0_wall,
+     "no Rplots.pdf is left in the cwd")
 
 # --- errors -----------------------------------------------------------------------------------
 
