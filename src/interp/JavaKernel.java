@@ -87,7 +87,7 @@ public class JavaKernel {
 
     void readRequests() {
         try {
-            // a request line: KIND SEQ FIELD..., each field the hex of its UTF-8
+            // a request line: KIND SEQ FIELD..., each field the hex of its UTF-8 ("-": empty)
             for (String line; (line = requests.readLine()) != null; ) {
                 String[] parts = line.split(" ", -1);
                 if (parts[0].equals("stop")) {
@@ -119,6 +119,7 @@ public class JavaKernel {
     }
 
     static String unhex(String hex) {
+        if (hex.equals("-")) return "";
         byte[] b = new byte[hex.length() / 2];
         for (int i = 0; i < b.length; i++) b[i] = (byte) Integer.parseInt(hex.substring(2 * i, 2 * i + 2), 16);
         return new String(b, StandardCharsets.UTF_8);

@@ -48,10 +48,11 @@ local({
         flush(rep_con)
     }
 
-    # A request field: the hex of its UTF-8 (NA if it holds a NUL, which R strings cannot).
+    # A request field: the hex of its UTF-8, "-" if empty (NA if it holds a NUL, which R
+    # strings cannot).
     unhex <- function(h) {
+        if (h == "-") return("")
         n <- nchar(h)
-        if (n == 0L) return("")
         bytes <- as.raw(strtoi(substring(h, seq.int(1L, n, 2L), seq.int(2L, n, 2L)), 16L))
         if (any(bytes == as.raw(0L))) return(NA_character_)
         s <- rawToChar(bytes)

@@ -8,7 +8,8 @@ pipes, which user code cannot reach by printing (it would have to find and write
 and then it only breaks its own context).
 
 Requests are lines (a language without JSON reads them with what it has): a kind, the
-execution's number SEQ, and fields hex-encoded, so that no field holds a space or a newline:
+execution's number SEQ, and fields hex-encoded, so that no field holds a space or a newline
+("-" for an empty one, which a split at spaces could lose):
 
     exec SEQ CODE [NAME VALUE]...   run CODE with these env vars, then put them back
     stop SEQ                        (Java) interrupt the execution
@@ -80,9 +81,9 @@ def pipe_holds(fd):
 
 
 def request(kind, seq, *fields):
-    """A request line: kind, SEQ, then each field (str) as the hex of its UTF-8."""
-    return (" ".join([kind, str(seq)] + [f.encode("utf-8", "surrogatepass").hex() for f in fields])
-            + "\n").encode()
+    """A request line: kind, SEQ, then each field (str) as the hex of its UTF-8, "-" if empty."""
+    hexed = [f.encode("utf-8", "surrogatepass").hex() or "-" for f in fields]
+    return (" ".join([kind, str(seq)] + hexed) + "\n").encode()
 
 
 class FrameReader:

@@ -149,6 +149,12 @@ m = k.execute('var pb = new ProcessBuilder("sh", "-c", "echo $FOO"); pb.environm
               'pb.inheritIO().start().waitFor();', env_vars={"FOO": "inherited"})
 t.is_(k.stdout(m), "inherited\n", "a ProcessBuilder whose environment() was read passes them on")
 
+m = k.execute('System.getenv("EMPTY") + "|" + System.getProperty("EMPTY")', env_vars={"EMPTY": ""})
+t.is_(text(m), '|', "an env var may be empty")
+for code in ("", "   \n", '// a comment'):
+    m = k.execute(code)
+    t.ok(k.error(m) is None and k.results(m) == [], "code %r runs, shows nothing" % code, m)
+
 # --- interrupts -------------------------------------------------------------------------------
 
 rid = k.start('String kept = "yes"; System.out.println("sleeping"); Thread.sleep(30000); '

@@ -32,6 +32,11 @@ def children(pid):
         return []
 
 
+def text_of(msgs):
+    res = Kernel.results(msgs)
+    return res[0]["text"] if res else None
+
+
 def gone(pid, timeout=5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -146,6 +151,12 @@ t.is_(k.stdout(m), "inherited\n", "a child process inherits the execution's env_
 m = k.execute('Sys.getenv("A")', env_vars={"A": "x = \"quoted\" 'q' \\ $HOME"})
 t.is_(k.results(m)[0]["text"], '[1] "x = \\"quoted\\" \'q\' \\\\ $HOME"',
       "an env var's value is passed as it is, quotes and all")
+
+m = k.execute('Sys.getenv("EMPTY", unset = "unset")', env_vars={"EMPTY": ""})
+t.is_(text_of(m), '[1] ""', "an env var may be empty")
+for code in ("", "   \n", '# a comment'):
+    m = k.execute(code)
+    t.ok(k.error(m) is None and k.results(m) == [], "code %r runs, shows nothing" % code, m)
 
 # --- interrupts -------------------------------------------------------------------------------
 
