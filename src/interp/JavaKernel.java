@@ -224,10 +224,12 @@ public class JavaKernel {
         if (type.equals("void")) return null;
         boolean primitive = Set.of("boolean", "byte", "char", "short", "int", "long", "float", "double").contains(type);
         if (!primitive && v.equals("null")) return null;  // IJava shows nothing for null
-        if ((type.equals("String") || type.equals("java.lang.String") || type.equals("char")) && v.length() >= 2) {
-            return unquote(v);
-        }
-        return v;
+        // jshell quotes a value that is a String or a Character at run time, whatever the
+        // expression's type (Object o = "x"; o): such a literal is shown unquoted. (An object
+        // whose toString() is itself quoted text loses its quotes: jshell's value is the same.)
+        boolean quoted = v.length() >= 2 && v.charAt(0) == v.charAt(v.length() - 1)
+                && (v.charAt(0) == '"' || (v.charAt(0) == '\'' && (v.length() == 3 || v.charAt(1) == '\\')));
+        return quoted && (!primitive || type.equals("char")) ? unquote(v) : v;
     }
 
     // jshell gives a String or char value as a Java literal: "a\nb" -> a, newline, b.

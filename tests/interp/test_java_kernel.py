@@ -79,6 +79,8 @@ t.is_(text(k.execute("List.of(1, 2, 3)")), "[1, 2, 3]", "jshell's default import
 t.is_(text(k.execute('"a \\"quoted\\"\\tword"')), 'a "quoted"\tword',
       "a String shows without its quotes or escapes, as IJava shows it")
 t.is_(text(k.execute("'c'")), "c", "a char too")
+t.is_(text(k.execute('Object o = "held as an Object"; o')), "held as an Object",
+      "and a String held as an Object")
 t.is_(k.results(k.execute("(String) null")), [], "null shows nothing (as IJava)")
 t.is_(text(k.execute('"caf\u00e9"')), "caf\u00e9", "UTF-8 text in a value")
 t.is_(text(k.execute('System.getProperty("user.dir")')), "/tmp", "user.dir is the kernel's cwd")
