@@ -1,7 +1,7 @@
 // The Java side of the Java kernel: java_kernel.py starts it (source-file mode) as
 //     java --add-opens java.base/java.util=ALL-UNNAMED JavaKernel.java REQUEST_FD REPLY_FD
-// and speaks repl_driver.py's requests and frames with it. The user's snippets run in this JVM through
-// the JShell API with its local execution engine, so System.out and System.err are this
+// and speaks repl_driver.py's requests and frames with it. The user's snippets run in this JVM
+// through the JShell API with its local execution engine, so System.out and System.err are this
 // process's fds 1 and 2, the pipes the driver reads.
 import java.io.*;
 import java.lang.reflect.Field;
@@ -13,16 +13,15 @@ import jdk.jshell.execution.LocalExecutionControlProvider;
 
 public class JavaKernel {
     // jshell's own start-up imports (its DEFAULT script), which jshell users expect.
-    static final String IMPORTS = "import java.io.*; import java.math.*; import java.net.*; "
-            + "import java.nio.file.*; import java.util.*; import java.util.concurrent.*; "
-            + "import java.util.function.*; import java.util.prefs.*; import java.util.regex.*; "
-            + "import java.util.stream.*;";
+    static final List<String> IMPORTS = List.of("java.io", "java.math", "java.net", "java.nio.file",
+            "java.util", "java.util.concurrent", "java.util.function", "java.util.prefs",
+            "java.util.regex", "java.util.stream");
 
     final BufferedReader requests;
     final OutputStream replies;
     final JShell shell;
     final LinkedBlockingQueue<List<String>> execs = new LinkedBlockingQueue<>();
-    // Set by the reader thread when a stop frame comes: the execution ends with
+    // Set by the reader thread when a stop request comes: the execution ends with
     // KeyboardInterrupt at its next snippet, if the one running did not end on its own.
     volatile boolean stopAsked;
     // An execution is queued or running (set by the reader thread, cleared by the main one).
@@ -54,7 +53,8 @@ public class JavaKernel {
         for (Map.Entry<String, String> e : System.getenv().entrySet()) {
             if (System.getProperty(e.getKey()) == null) System.setProperty(e.getKey(), e.getValue());
         }
-        k.shell.eval(IMPORTS);  // also warms the compiler up before the first execution
+        // one snippet each (eval takes one); this also warms javac up before the first execution
+        for (String p : IMPORTS) k.shell.eval("import " + p + ".*;");
         k.send("ready", "Java " + System.getProperty("java.version") + ", jshell up in "
                 + (System.nanoTime() - t0) / 1000000 + " ms"
                 + (k.writableEnv == null ? "; env_vars only as system properties" : ""));

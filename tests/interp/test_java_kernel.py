@@ -75,7 +75,9 @@ k.execute("class Point {\n    final int x, y;\n    Point(int x, int y) { this.x 
 t.is_(text(k.execute("new Point(1, 2)")), "(1, 2)", "a class persists; a value shows as toString()")
 k.execute("import java.time.Duration;")
 t.is_(text(k.execute("Duration.ofSeconds(90)")), "PT1M30S", "an import persists")
-t.is_(text(k.execute("List.of(1, 2, 3)")), "[1, 2, 3]", "jshell's default imports (java.util.*)")
+t.is_(text(k.execute("List.of(1, 2, 3)")), "[1, 2, 3]", "jshell's default imports: java.util.*")
+t.is_(text(k.execute('BigInteger.TWO.pow(70) + " " + Pattern.matches("a+", "aaa")')),
+      "1180591620717411303424 true", "java.math.*, java.util.regex.*")
 t.is_(text(k.execute('"a \\"quoted\\"\\tword"')), 'a "quoted"\tword',
       "a String shows without its quotes or escapes, as IJava shows it")
 t.is_(text(k.execute("'c'")), "c", "a char too")
