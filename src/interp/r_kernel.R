@@ -3,8 +3,10 @@
 # and speaks repl_driver.py's requests and frames with it (R has no JSON of its own; they need
 # none).
 # fds 1 and 2 are pipes the driver reads: whatever R or a child writes there is the execution's
-# output. Everything here lives in local()'s environment, not the user's global one.
-local({
+# output. Everything here lives in an environment of its own, not the user's global one, and
+# finds base R before the global environment: a user's own `print` or `switch` changes nothing
+# here.
+local(envir = new.env(parent = baseenv()), {
     args <- commandArgs(trailingOnly = TRUE)
     req_con <- file(sprintf("/dev/fd/%s", args[[1]]), open = "r", raw = TRUE)
     rep_con <- file(sprintf("/dev/fd/%s", args[[2]]), open = "wb", raw = TRUE)
@@ -119,14 +121,23 @@ local({
         else paste0("Error in ", deparse(call, nlines = 1L)[[1L]], ": ", conditionMessage(e))
     }
 
-    # One top-level expression, as R's REPL runs it: its value printed (through show() for S4
-    # objects, print() for the rest) when visible, as a result. FALSE if it raised.
+    # A value printed as R's REPL prints it: show() for an S4 object, a call of print() in the
+    # global environment for another object (so that the user's print methods are found),
+    # print.default for the rest.
+    print_value <- function(value) {
+        if (isS4(value)) methods::show(value)
+        else if (is.object(value)) eval(quote(print(x)), list(x = value), .GlobalEnv)
+        else print.default(value)
+    }
+
+    # One top-level expression, as R's REPL runs it: its value printed when visible, as a
+    # result. FALSE if it raised.
     run_one <- function(seq, expr, main) {
         frames <- list()
         outcome <- tryCatch(withCallingHandlers({
             v <- withVisible(run_user(expr))
             if (v$visible) {
-                text <- utils::capture.output(if (isS4(v$value)) methods::show(v$value) else print(v$value))
+                text <- utils::capture.output(print_value(v$value))
                 send("result", seq, if (main) "1" else "0", paste(text, collapse = "\n"))
                 # the driver has read the output written so far: what follows comes after
                 wait_for("ack", seq)
@@ -168,13 +179,13 @@ local({
         names <- unlist(vars[c(TRUE, FALSE)])
         values <- unlist(vars[c(FALSE, TRUE)])
         saved <- Sys.getenv(names, unset = NA, names = TRUE)
-        do.call(Sys.setenv, as.list(stats::setNames(values, names)))
+        do.call(Sys.setenv, structure(as.list(values), names = names))
         saved
     }
     restore_env <- function(saved) {
         for (name in names(saved)) {
             if (is.na(saved[[name]])) Sys.unsetenv(name)
-            else do.call(Sys.setenv, stats::setNames(list(saved[[name]]), name))
+            else do.call(Sys.setenv, structure(list(saved[[name]]), names = name))
         }
     }
 

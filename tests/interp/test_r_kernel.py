@@ -75,6 +75,11 @@ t.is_([(r["text"], r["is_main_result"]) for r in k.results(m)],
       "each visible top-level value is a result; the main one only for the last expression")
 m = k.execute('data.frame(a = 1:2, b = c("x", "y"))')
 t.is_(k.results(m)[0]["text"], "  a b\n1 1 x\n2 2 y", "a data.frame prints as R prints it")
+m = k.execute('print.money <- function(x, ...) cat("$", unclass(x), "\\n")\nstructure(5, class = "money")')
+t.is_(text_of(m), "$ 5 ", "a value shows through the user's own print method")
+m = k.execute('setClass("P", representation(v = "numeric"))\n'
+              'setMethod("show", "P", function(object) cat("P of", object@v, "\\n"))\nnew("P", v = 3)')
+t.is_(text_of(m), "P of 3 ", "an S4 object through its show method")
 t.is_(k.results(k.execute('"caf\u00e9"'))[0]["text"], '[1] "caf\u00e9"', "UTF-8 text in a value")
 t.is_(k.results(k.execute("getwd()"))[0]["text"], '[1] "/tmp"', "the kernel's cwd is R's")
 t.is_(k.results(k.execute('Sys.getenv("HUTCH_SANDBOX_VAR")'))[0]["text"], '[1] "supertest"',
@@ -135,6 +140,10 @@ t.is_(k.error(k.execute('stop("top")'))["value"], "Error: top",
 e = k.error(k.execute("x y"))
 t.ok(e is not None and "unexpected symbol" in e["value"], "a syntax error is an error", e)
 t.is_(k.results(k.execute("x"))[0]["text"], "[1] 40", "the session survives errors")
+m = k.execute("print <- function(...) stop('mine')\nswitch <- function(...) stop('mine')\n"
+              "paste <- function(...) stop('mine')\n41")
+t.is_(text_of(m), "[1] 41", "the user's own print, switch, paste do not break the kernel")
+k.execute("rm(print, switch, paste)")
 
 # --- env_vars ---------------------------------------------------------------------------------
 
