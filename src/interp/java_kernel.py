@@ -4,6 +4,8 @@ import os
 import shutil
 import sys
 
+# no __pycache__ next to the kernels (the sandbox's copy is read-only anyway)
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from repl_driver import Driver, log  # noqa: E402
 
