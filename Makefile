@@ -12,8 +12,9 @@ LIBS    := $(shell pkg-config --libs $(PKGS)) -lhttp_parser
 STATIC_LIBS := $(patsubst -luv,-l:libuv_a.a,$(shell pkg-config --libs --static $(PKGS))) -lhttp_parser
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-# src/sudo/main.c is its own program (build/hutch-sudo), not part of hutch.
-SRCS      := $(filter-out src/sudo/main.c,$(sort $(wildcard src/*/*.c)))
+# src/sudo/main.c and src/kstub/main.c are programs of their own (build/hutch-sudo,
+# build/hutch-kernel-stub), not part of hutch.
+SRCS      := $(filter-out src/sudo/main.c src/kstub/main.c,$(sort $(wildcard src/*/*.c)))
 LIB_SRCS  := $(filter-out src/cli/main.c,$(SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 PROBE_SRCS := $(sort $(wildcard tests/probe/*.c))
@@ -42,8 +43,8 @@ FUZZ_CFLAGS := $(CFLAGS_BASE) -Wno-missing-field-initializers \
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=build/fuzz/obj/%.o) build/fuzz/obj/gen/seccomp_builtin.o
 .SECONDARY: $(FUZZ_LIB_OBJS)
 
-.PHONY: all san test unit clean bench bench-engine bench-serve format fuzz
-all: build/hutch build/hutch-sudo
+.PHONY: all san test unit clean bench bench-engine bench-serve bench-interp format fuzz
+all: build/hutch build/hutch-sudo build/hutch-kernel-stub
 
 # build/hutch is a static PIE: a dynamically linked hutch spends about 2 ms more per
 # `hutch run` (about 15%; bench/README.md), in ld.so and in every fork of its keeper and child.
@@ -56,11 +57,11 @@ link_static = $(CC) $(CFLAGS_BASE) -static-pie -o $@ $(1) $(STATIC_LIBS) 2>$@.ld
 	grep -v -e "in function \`uv__getpwuid_r':" -e "Using 'getpwuid_r' in statically linked" \
 		-e "in function \`unixDlOpen':" -e "Using 'dlopen' in statically linked" $@.ld-log >&2; \
 	rm -f $@.ld-log; exit $$rc
-build/hutch: $(OBJS) | build/hutch-sudo
+build/hutch: $(OBJS) | build/hutch-sudo build/hutch-kernel-stub
 	@echo "  LD    $@"
 	@$(call link_static,$(OBJS))
 
-build/hutch-san: $(SAN_OBJS) | build/hutch-sudo
+build/hutch-san: $(SAN_OBJS) | build/hutch-sudo build/hutch-kernel-stub
 	@echo "  LD    $@"
 	@$(CC) $(CFLAGS_BASE) $(SAN) -o $@ $(SAN_OBJS) $(LIBS)
 
@@ -74,6 +75,14 @@ build/hutch-sudo: $(SUDO_SRCS) $(wildcard src/sudo/*.h src/proto/*.h src/util/*.
 	@$(CC) -std=gnu17 -O2 -D_GNU_SOURCE -Isrc -Wall -Wextra -Werror -Wshadow \
 		-Wmissing-prototypes -Wformat=2 -Wstrict-prototypes -Wno-unused-parameter -static \
 		-o $@ $(SUDO_SRCS)
+
+# A code context's kernel from a warm zygote (src/kstub/): static, no library, bound into each
+# sandbox beside the kernels.
+build/hutch-kernel-stub: src/kstub/main.c
+	@mkdir -p $(dir $@)
+	@echo "  LD    $@"
+	@$(CC) -std=gnu17 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+		-Wmissing-prototypes -Wformat=2 -Wstrict-prototypes -static -o $@ src/kstub/main.c
 
 build/seccomp-gen: tools/seccomp_gen.c src/jail/seccomp.c src/util/err.c src/util/strfmt.c src/jail/seccomp.h
 	@mkdir -p $(dir $@)
@@ -170,6 +179,11 @@ bench-engine: build/hutch build/bench/engine
 # `make bench-serve`: the daemon over E2B's API (bench/serve.py), against hutch run and bare exec.
 bench-serve: build/hutch
 	@python3 bench/serve.py
+
+# `make bench-interp`: the code interpreter over its port (bench/interp.py), with and without the
+# kernels' zygote.
+bench-interp: build/hutch
+	@python3 bench/interp.py
 
 format:
 	clang-format -i $(SRCS) $(wildcard src/*/*.h) $(UNIT_SRCS) $(PROBE_SRCS)

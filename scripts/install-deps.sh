@@ -51,3 +51,11 @@ if [ ! -f "$e2e/node_modules/.package-lock.json" ] ||
     (cd "$e2e" && npm ci --no-audit --no-fund --loglevel=error)
     touch "$e2e/node_modules/.package-lock.json"
 fi
+# The code contexts' kernels' npm packages (src/interp: the TypeScript transpiler, pinned by its
+# package-lock.json), the same way.
+interp=$(cd "$(dirname "$0")/../src/interp" && pwd)
+if [ ! -f "$interp/node_modules/.package-lock.json" ] ||
+    [ "$interp/package-lock.json" -nt "$interp/node_modules/.package-lock.json" ]; then
+    (cd "$interp" && npm ci --no-audit --no-fund --loglevel=error)
+    touch "$interp/node_modules/.package-lock.json"
+fi

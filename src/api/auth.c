@@ -35,6 +35,19 @@ bool auth_token_equal(const char *presented, const char *expected)
     return sodium_memcmp(presented, expected, n) == 0;
 }
 
+int auth_traffic_token(const char *envd_token, char *out, size_t size)
+{
+    static const unsigned char key[] = "hutch traffic access token v1";
+    unsigned char raw[32];
+    char hex[2 * sizeof raw + 1];
+    if (sodium_init() < 0 || !envd_token || !envd_token[0] ||
+        crypto_generichash(raw, sizeof raw, (const unsigned char *)envd_token, strlen(envd_token),
+                           key, sizeof key - 1) < 0)
+        return -1;
+    sodium_bin2hex(hex, sizeof hex, raw, sizeof raw);
+    return strfmt(out, size, "tt_%s", hex);
+}
+
 int auth_file_signature(const char *path, const char *operation, const char *user,
                         const char *token, int64_t expiration, char *out, size_t size)
 {

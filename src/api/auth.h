@@ -17,6 +17,13 @@ int auth_token_new(const char *prefix, char *out, size_t size);
  * contents (NULL or empty presented: false). */
 bool auth_token_equal(const char *presented, const char *expected);
 
+/* A sandbox's traffic token (the create answer's trafficAccessToken, which
+ * `@e2b/code-interpreter` sends as E2B-Traffic-Access-Token on its /contexts calls, where it sends
+ * no X-Access-Token): "tt_" and 64 hex digits of a keyed BLAKE2b of the envd token, so that it
+ * needs no storage of its own, survives a restart, and tells nothing of the envd token.
+ * out holds AUTH_TOKEN_MAX + 1. */
+int auth_traffic_token(const char *envd_token, char *out, size_t size);
+
 /* The signature the SDK puts in a file URL; out holds AUTH_SIGNATURE_MAX + 1. expiration 0:
  * none. user "" when the URL has no username. */
 #define AUTH_SIGNATURE_MAX 64

@@ -1,4 +1,5 @@
 #include "api/control_json.h"
+#include "api/auth.h"
 #include "api/json_input.h"
 #include "api/query.h"
 
@@ -375,8 +376,14 @@ char *api_sandbox_json(const struct store_sandbox *sb, enum api_sandbox_view vie
         json_object_set_new(o, "lifecycle",
                             json_pack("{s:s, s:b}", "onTimeout", sb->auto_pause ? "pause" : "kill",
                                       "autoResume", sb->auto_resume));
-    else if (view == API_SANDBOX_CREATED)
-        json_object_set_new(o, "trafficAccessToken", json_null());
+    else if (view == API_SANDBOX_CREATED) {
+        char traffic[AUTH_TOKEN_MAX + 1];
+        json_object_set_new(o, "trafficAccessToken",
+                            sb->envd_token[0] &&
+                                    auth_traffic_token(sb->envd_token, traffic, sizeof traffic) == 0
+                                ? json_string(traffic)
+                                : json_null());
+    }
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (!text)

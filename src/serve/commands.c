@@ -34,6 +34,32 @@ struct scmd_attach {
     struct scmd_attach *next;
 };
 
+/* A listener may detach itself (or another) from inside a callback: while the list is walked,
+ * a detached entry is only marked (l NULL) and freed once the walk is over. */
+static void dispatch_begin(struct scmd *c)
+{
+    c->dispatching++;
+}
+
+static void sweep_detached(struct scmd *c)
+{
+    for (struct scmd_attach **p = &c->attached; *p;) {
+        struct scmd_attach *a = *p;
+        if (a->l) {
+            p = &a->next;
+            continue;
+        }
+        *p = a->next;
+        free(a);
+    }
+}
+
+static void dispatch_end(struct scmd *c)
+{
+    if (--c->dispatching == 0)
+        sweep_detached(c);
+}
+
 static char **copy_list(const char *const *list)
 {
     size_t n = 0;
@@ -261,9 +287,11 @@ static void on_output(uv_poll_t *p, int status, int events)
         }
         scmd_keep_for_replay(c, i, buf, (size_t)r);
         scmd_record_output(c, i, buf, (size_t)r);
+        dispatch_begin(c);
         for (struct scmd_attach *a = c->attached; a; a = a->next)
             if (a->l && a->l->on_output)
                 a->l->on_output(c, stream_names[i], buf, (size_t)r, a->user);
+        dispatch_end(c);
         if (c->holds)
             return;
     }
@@ -356,9 +384,11 @@ static void on_spawn_reply(struct sbx *sb, struct jail_agent_msg *m, const char 
         log_start(c);
         scmd_record_start(c);
     }
+    dispatch_begin(c);
     for (struct scmd_attach *a = c->attached; a; a = a->next)
         if (a->l && a->l->on_started)
             a->l->on_started(c, a->user);
+    dispatch_end(c);
     set_reading(c, c->holds == 0);
     scmd_set_lifetime(c, c->lifetime_ms);
 }
@@ -475,11 +505,12 @@ int scmd_attach(struct scmd *c, const struct scmd_listener *l, void *user, err_t
 
 void scmd_detach(struct scmd *c, void *user)
 {
-    for (struct scmd_attach **p = &c->attached; *p; p = &(*p)->next)
-        if ((*p)->user == user) {
-            struct scmd_attach *a = *p;
-            *p = a->next;
-            free(a);
+    for (struct scmd_attach *a = c->attached; a; a = a->next)
+        if (a->l && a->user == user) {
+            a->l = NULL;
+            a->user = NULL;
+            if (!c->dispatching)
+                sweep_detached(c);
             return;
         }
 }
@@ -503,6 +534,12 @@ int scmd_signal(struct scmd *c, int signo, err_t *err)
         return jail_command_kill_tree(&c->sb->jail, c->group, err);
     return jail_agent_request(&c->sb->jail, PROTO_SIGNAL, agent_next_id(c->sb), c->cmd_id,
                               (uint32_t)signo, true, err);
+}
+
+int scmd_signal_leader(struct scmd *c, int signo, err_t *err)
+{
+    return jail_agent_request(&c->sb->jail, PROTO_SIGNAL, agent_next_id(c->sb), c->cmd_id,
+                              (uint32_t)signo, false, err);
 }
 
 int scmd_resize(struct scmd *c, unsigned short rows, unsigned short cols, err_t *err)
@@ -613,4 +650,66 @@ void scmd_adopt_all(struct sbx *sb)
         agent_cancel(sb, sb);
         fprintf(stderr, "hutch serve: %s: its commands: %s\n", sb->id, err.msg);
     }
+}
+
+/* ---------- a command's environment ---------- */
+
+#define ENV_MAX_ENTRIES 1100 /* the defaults, the sandbox's (API_ENV_MAX_ENTRIES), the command's   \
+                              */
+
+/* NAME=VALUE into env (replacing an earlier NAME: later wins, as envd merges them). */
+static void env_put(char **env, size_t *n, char *entry)
+{
+    size_t name_len = strcspn(entry, "=");
+    for (size_t i = 0; i < *n; i++)
+        if (strncmp(env[i], entry, name_len) == 0 && env[i][name_len] == '=') {
+            free(env[i]);
+            env[i] = entry;
+            return;
+        }
+    if (*n < ENV_MAX_ENTRIES)
+        env[(*n)++] = entry;
+    else
+        free(entry);
+}
+
+static char *env_entry(const char *name, const char *value)
+{
+    char *s = NULL;
+    return asprintf(&s, "%s=%s", name, value) < 0 ? NULL : s;
+}
+
+char **scmd_env(struct sbx *sb, bool as_root, char *const *extra)
+{
+    char **env = calloc(ENV_MAX_ENTRIES + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t n = 0;
+    const char *user = as_root ? "root" : JAIL_USER_NAME;
+    env_put(env, &n,
+            env_entry("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+    env_put(env, &n, env_entry("HOME", as_root ? "/root" : JAIL_USER_HOME));
+    env_put(env, &n, env_entry("USER", user));
+    env_put(env, &n, env_entry("LOGNAME", user));
+    struct store_sandbox row = {0};
+    err_t err;
+    if (store_sandbox_get(sb->d->store, sb->id, &row, &err) == 0 && row.env_json) {
+        json_t *o = json_loads(row.env_json, 0, NULL);
+        const char *k;
+        json_t *v;
+        json_object_foreach(o, k, v) if (json_is_string(v))
+            env_put(env, &n, env_entry(k, json_string_value(v)));
+        json_decref(o);
+    }
+    store_sandbox_free_fields(&row);
+    for (size_t i = 0; extra && extra[i]; i++)
+        env_put(env, &n, strdup(extra[i]));
+    for (size_t i = 0; i < n; i++)
+        if (!env[i]) { /* an allocation failed: no half environment */
+            for (size_t k = 0; k < n; k++)
+                free(env[k]);
+            free(env);
+            return NULL;
+        }
+    return env;
 }

@@ -76,6 +76,7 @@ struct scmd {
     struct scmd_chunk *replay, *replay_tail;
     size_t replay_bytes;
     struct scmd_attach *attached;
+    unsigned dispatching; /* its listeners are being called: a detach only marks (commands.c) */
     unsigned open_handles;
     struct scmd *next;
 };
@@ -135,6 +136,14 @@ void scmd_record_remove(struct scmd *c);
 int scmd_record_load(struct scmd *c);
 void scmd_record_forget(struct sbx *sb, uint32_t cmd_id);
 void scmd_record_remove_all(struct serve *d, const char *sandbox_id);
+
+/* A command's environment (NULL-terminated, freed with scmd_free_list; NULL when out of
+ * memory): envd's defaults (PATH, HOME, USER, LOGNAME of the user or root), the sandbox's
+ * envVars, then extra's NAME=VALUE entries (NULL: none), a later one replacing an earlier. */
+char **scmd_env(struct sbx *sb, bool as_root, char *const *extra);
+/* Sends signo to the command's first process only (its process group is left alone): a
+ * kernel's SIGINT (src/interp/PROTOCOL.md). */
+int scmd_signal_leader(struct scmd *c, int signo, err_t *err);
 
 /* The sandbox is gone: every command's listeners get on_end with the reason, all is freed. */
 void scmd_release_all(struct sbx *sb, const char *why);

@@ -20,10 +20,6 @@
 #define KEEPALIVE_DEFAULT_S 90
 #define KEEPALIVE_MAX_S     3600
 
-#define ENV_MAX_ENTRIES                                                                            \
-    1100 /* the defaults, the sandbox's (API_ENV_MAX_ENTRIES), the command's                       \
-          */
-
 struct pcall {
     struct serve *d;
     struct http_exchange *x; /* NULL once ended */
@@ -265,64 +261,6 @@ static const struct http_exchange_callbacks pcall_callbacks = {
 
 /* ---------- Start ---------- */
 
-/* NAME=VALUE into env (replacing an earlier NAME: later wins, as envd merges them). */
-static void env_put(char **env, size_t *n, char *entry)
-{
-    size_t name_len = strcspn(entry, "=");
-    for (size_t i = 0; i < *n; i++)
-        if (strncmp(env[i], entry, name_len) == 0 && env[i][name_len] == '=') {
-            free(env[i]);
-            env[i] = entry;
-            return;
-        }
-    if (*n < ENV_MAX_ENTRIES)
-        env[(*n)++] = entry;
-    else
-        free(entry);
-}
-
-static char *env_entry(const char *name, const char *value)
-{
-    char *s = NULL;
-    return asprintf(&s, "%s=%s", name, value) < 0 ? NULL : s;
-}
-
-/* The command's environment: envd's defaults, the sandbox's envVars, the request's envs. */
-static char **build_env(struct pcall *p, char **request_env)
-{
-    char **env = calloc(ENV_MAX_ENTRIES + 1, sizeof *env);
-    if (!env)
-        return NULL;
-    size_t n = 0;
-    const char *user = p->as_root ? "root" : JAIL_USER_NAME;
-    env_put(env, &n,
-            env_entry("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
-    env_put(env, &n, env_entry("HOME", p->as_root ? "/root" : JAIL_USER_HOME));
-    env_put(env, &n, env_entry("USER", user));
-    env_put(env, &n, env_entry("LOGNAME", user));
-    struct store_sandbox row = {0};
-    err_t err;
-    if (store_sandbox_get(p->d->store, p->sb->id, &row, &err) == 0 && row.env_json) {
-        json_t *o = json_loads(row.env_json, 0, NULL);
-        const char *k;
-        json_t *v;
-        json_object_foreach(o, k, v) if (json_is_string(v))
-            env_put(env, &n, env_entry(k, json_string_value(v)));
-        json_decref(o);
-    }
-    store_sandbox_free_fields(&row);
-    for (size_t i = 0; request_env && request_env[i]; i++)
-        env_put(env, &n, strdup(request_env[i]));
-    for (size_t i = 0; i < n; i++)
-        if (!env[i]) { /* an allocation failed: no half environment */
-            for (size_t k = 0; k < n; k++)
-                free(env[k]);
-            free(env);
-            return NULL;
-        }
-    return env;
-}
-
 static void do_start(struct pcall *p, const char *json)
 {
     err_t err;
@@ -332,7 +270,7 @@ static void do_start(struct pcall *p, const char *json)
         stream_end(p, &code, err.msg);
         return;
     }
-    char **env = build_env(p, s.envp);
+    char **env = scmd_env(p->sb, p->as_root, s.envp);
     if (!env) {
         enum connect_code code = CONNECT_RESOURCE_EXHAUSTED;
         stream_end(p, &code, "out of memory");

@@ -14,6 +14,7 @@
 #include "api/control_json.h"
 #include "serve/envd_routes.h"
 #include "serve/envd_watch.h"
+#include "serve/interp.h"
 #include "serve/routes.h"
 #include "serve/sandbox.h"
 
@@ -54,13 +55,17 @@ static void respond_unauthenticated(struct http_exchange *x, const struct http_r
     free(body);
 }
 
-/* The sandbox named by a Host of E2B's form "49983-ID.DOMAIN[:PORT]" (the SDK's sandbox URL
- * when neither E2B_SANDBOX_URL nor debug is set) into id: true when it has that form. */
-static bool host_sandbox(const struct http_request *req, char id[STORE_ID_MAX + 1])
+/* The sandbox named by a Host of E2B's form "PORT-ID.DOMAIN[:PORT]" (the SDK's sandbox URL
+ * when neither E2B_SANDBOX_URL nor debug is set), PORT envd's 49983 or the code interpreter's
+ * 49999, into id: true when it has that form; *interp tells which. */
+static bool host_sandbox(const struct http_request *req, char id[STORE_ID_MAX + 1], bool *interp)
 {
-    static const char envd_port[] = "49983-";
+    static const char envd_port[] = "49983-", interp_port[] = INTERP_PORT "-";
     const char *host = http_request_header(req, "Host");
-    if (!host || strncmp(host, envd_port, sizeof envd_port - 1) != 0)
+    if (!host)
+        return false;
+    *interp = strncmp(host, interp_port, sizeof interp_port - 1) == 0;
+    if (!*interp && strncmp(host, envd_port, sizeof envd_port - 1) != 0)
         return false;
     host += sizeof envd_port - 1;
     size_t n = strcspn(host, ".:");
@@ -86,8 +91,31 @@ static bool signed_files(const struct http_request *req)
 bool routes_is_envd(const struct http_request *req)
 {
     char id[STORE_ID_MAX + 1];
-    return http_request_header(req, "E2b-Sandbox-Id") || host_sandbox(req, id) ||
+    bool interp;
+    return http_request_header(req, "E2b-Sandbox-Id") || host_sandbox(req, id, &interp) ||
            envd_files_signed(req);
+}
+
+/* Whether the request is for the code interpreter's port: by E2b-Sandbox-Port, or the Host. */
+static bool for_interp(const struct http_request *req)
+{
+    const char *port = http_request_header(req, "E2b-Sandbox-Port");
+    char id[STORE_ID_MAX + 1];
+    bool interp = false;
+    if (port)
+        return strcmp(port, INTERP_PORT) == 0;
+    return !http_request_header(req, "E2b-Sandbox-Id") && host_sandbox(req, id, &interp) && interp;
+}
+
+/* The token the request carries is the sandbox's: envd's X-Access-Token, or on the code
+ * interpreter's port the traffic token too (the SDK sends only that one on /contexts). */
+static bool token_ok(const struct http_request *req, const struct sbx *sb)
+{
+    if (auth_token_equal(http_request_header(req, "X-Access-Token"), sb->envd_token))
+        return true;
+    char traffic[AUTH_TOKEN_MAX + 1];
+    return for_interp(req) && auth_traffic_token(sb->envd_token, traffic, sizeof traffic) == 0 &&
+           auth_token_equal(http_request_header(req, "E2B-Traffic-Access-Token"), traffic);
 }
 
 /* The sandbox the request may reach, or NULL once it was answered. It is named by the
@@ -98,7 +126,8 @@ static struct sbx *reachable(struct serve *d, struct http_exchange *x,
 {
     const char *id = http_request_header(req, "E2b-Sandbox-Id");
     char host_id[STORE_ID_MAX + 1];
-    if ((!id || !id[0]) && host_sandbox(req, host_id))
+    bool interp;
+    if ((!id || !id[0]) && host_sandbox(req, host_id, &interp))
         id = host_id;
     if ((!id || !id[0]) && signed_files(req)) {
         struct sbx *signer = envd_files_signer(d, req);
@@ -119,8 +148,7 @@ static struct sbx *reachable(struct serve *d, struct http_exchange *x,
                             "timeout or never existed");
         return NULL;
     }
-    if (!signed_files(req) &&
-        !auth_token_equal(http_request_header(req, "X-Access-Token"), sb->envd_token)) {
+    if (!signed_files(req) && !token_ok(req, sb)) {
         respond_unauthenticated(x, req, sb->id);
         return NULL;
     }
@@ -150,6 +178,10 @@ void routes_envd(struct serve *d, struct http_exchange *x, const struct http_req
     struct sbx *sb = reachable(d, x, req);
     if (!sb)
         return;
+    if (for_interp(req)) {
+        interp_route(d, sb, x, req);
+        return;
+    }
     if (strcmp(req->path, "/health") == 0) {
         http_respond(x, 204, NULL, 0, NULL, 0);
         return;

@@ -14,6 +14,7 @@
 #include "api/metrics_json.h"
 #include "api/sandbox_logs.h"
 #include "http/http.h"
+#include "serve/interp.h"
 #include "serve/metrics.h"
 #include "serve/sandbox.h"
 #include "util/strfmt.h"
@@ -145,6 +146,9 @@ static void created(struct sbx *sb, int rc, const char *message, void *user)
         http_respond_error(c->x, 500, "sandbox %s: %s", id, message ? message : "failed");
         return;
     }
+    /* the template made for code: its default contexts warm before the first runCode */
+    if (strcmp(c->row.alias, "code-interpreter-v1") == 0)
+        interp_warm(sb);
     respond_sandbox(c, 201, id, API_SANDBOX_CREATED);
 }
 

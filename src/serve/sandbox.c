@@ -17,6 +17,7 @@
 #include "serve/agent.h"
 #include "serve/commands.h"
 #include "serve/envd_watch.h"
+#include "serve/interp.h"
 #include "serve/metrics.h"
 #include "util/strfmt.h"
 
@@ -110,6 +111,7 @@ static void sbx_release(struct sbx *sb)
     metrics_free(sb);
     agent_fail_all(sb, "the sandbox is gone");
     envd_watch_release_all(sb);
+    interp_release_all(sb, sb->killing ? "the sandbox was killed" : "the daemon is stopping");
     scmd_release_all(sb, sb->killing ? "the sandbox was killed" : "the daemon is stopping");
     uv_close((uv_handle_t *)&sb->deadline_timer, handle_closed);
     uv_close((uv_handle_t *)&sb->step_timer, handle_closed);
@@ -457,8 +459,8 @@ static int start_jail(struct sbx *sb, err_t *err)
         .writable_root = true,
         .layer_dir = layer,
         .dpkg_dir = access("/var/lib/dpkg/status", F_OK) == 0 ? "/var/lib/dpkg" : NULL,
-        .mounts = &d->sudo_mount, /* hutch's sudo (serve.c, find_sudo) */
-        .n_mounts = d->sudo_mount.host_path ? 1 : 0,
+        .mounts = d->mounts, /* sudo, the kernels, their stub (serve.c) */
+        .n_mounts = d->n_mounts,
     };
     int rc = jail_start_begin(&spec, &sb->jail, err);
     close(listen_fd);

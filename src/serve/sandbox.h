@@ -33,6 +33,7 @@ struct sbx_metrics;
 struct disk_layer_job;
 struct layer_wait;
 struct swatch;
+struct interp_state;
 
 typedef void (*sbx_done_fn)(struct sbx *sb, int rc, const char *message, void *user);
 
@@ -77,6 +78,7 @@ struct sbx {
     struct scmd *cmds;       /* commands.c */
     struct swatch *watchers; /* envd_watch.c: CreateWatcher's */
     unsigned n_watchers;
+    struct interp_state *interp; /* interp.c: its code contexts, made on first use */
     struct sbx *next;
 };
 

@@ -15,6 +15,7 @@
 #include "api/auth.h"
 #include "cli/paths.h"
 #include "http/http.h"
+#include "serve/interp.h"
 #include "serve/routes.h"
 #include "serve/sandbox.h"
 #include "util/fileio.h"
@@ -174,14 +175,15 @@ static void on_stop_signal(uv_signal_t *s, int signum)
     uv_close((uv_handle_t *)&d->sig_int, NULL);
 }
 
-/* Whether a sandbox's root, a uid of no group of the host's, can reach path and run it: the
- * setup child binds it as that uid, and a bind it cannot make would fail the whole sandbox. */
+/* Whether a sandbox's root, a uid of no group of the host's, can reach path and run it (a file)
+ * or read it (a directory): the setup child binds it as that uid, and a bind it cannot make would
+ * fail the whole sandbox. */
 static bool reachable_by_others(const char *path)
 {
     char dir[PATH_MAX];
     struct stat st;
-    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0005) != 0005 ||
-        strfmt(dir, sizeof dir, "%s", path) < 0)
+    if (stat(path, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
+        (st.st_mode & 0005) != 0005 || strfmt(dir, sizeof dir, "%s", path) < 0)
         return false;
     for (char *slash = strrchr(dir, '/'); slash && slash > dir; slash = strrchr(dir, '/')) {
         *slash = '\0';
@@ -191,38 +193,85 @@ static bool reachable_by_others(const char *path)
     return true;
 }
 
-/* The sandboxes' sudo (src/sudo/main.c): $HUTCH_SUDO ("" for none), else hutch-sudo in the
- * directory of our own binary. Without it (or where sandboxes cannot reach it) they have none,
- * and nothing else changes. */
-static void find_sudo(struct serve *d)
+/* A program of hutch's that every sandbox gets bound read-only at sandbox_path: $env ("" for
+ * none), else NAME in the directory of our own binary. Without it (or where sandboxes cannot
+ * reach it) they have none, and nothing else changes. */
+static void bind_beside(struct serve *d, const char *env_name, const char *name, char *out,
+                        const char *sandbox_path, const char *what)
 {
-    const char *env = getenv("HUTCH_SUDO");
+    const char *env = getenv(env_name);
     char path[PATH_MAX] = "";
     ssize_t n;
+    out[0] = '\0';
     if (env) {
         if (!env[0] || strfmt(path, sizeof path, "%s", env) < 0)
             return;
     } else if ((n = readlink("/proc/self/exe", path, sizeof path - 1)) > 0) {
         path[n] = '\0';
         char *slash = strrchr(path, '/');
-        if (!slash || (size_t)(slash - path) + sizeof "/hutch-sudo" > sizeof path)
+        if (!slash || strfmt(slash + 1, sizeof path - (size_t)(slash + 1 - path), "%s", name) < 0)
             return;
-        strcpy(slash, "/hutch-sudo");
     }
-    if (!path[0] || !realpath(path, d->sudo_path) || access(d->sudo_path, X_OK) < 0) {
-        fprintf(stderr, "hutch serve: no sudo in sandboxes (%s: %s)\n",
-                path[0] ? path : "hutch-sudo", strerror(errno));
+    if (!path[0] || !realpath(path, out) || access(out, X_OK) < 0) {
+        fprintf(stderr, "hutch serve: no %s in sandboxes (%s: %s)\n", what,
+                path[0] ? path : name, strerror(errno));
+        out[0] = '\0';
         return;
     }
-    if (!reachable_by_others(d->sudo_path)) {
+    if (!reachable_by_others(out)) {
         fprintf(stderr,
-                "hutch serve: no sudo in sandboxes: %s is not readable and executable by other "
-                "users (sandboxes run as uids of their own); set HUTCH_SUDO to a copy that is\n",
-                d->sudo_path);
+                "hutch serve: no %s in sandboxes: %s is not readable and executable by other "
+                "users (sandboxes run as uids of their own); set %s to a copy that is\n",
+                what, out, env_name);
+        out[0] = '\0';
         return;
     }
-    d->sudo_mount =
-        (struct jail_mount){.host_path = d->sudo_path, .sandbox_path = "/usr/local/bin/sudo"};
+    d->mounts[d->n_mounts++] = (struct jail_mount){.host_path = out, .sandbox_path = sandbox_path};
+}
+
+/* The code contexts' kernels (src/interp): $HUTCH_INTERP ("" for none), else src/interp of the
+ * source tree our binary was built in (BIN/../src/interp), else an installed
+ * BIN/../lib/hutch/interp. Without them sandboxes have no code contexts (port 49999 answers so),
+ * and nothing else changes. */
+static void find_interp(struct serve *d)
+{
+    const char *env = getenv("HUTCH_INTERP");
+    char self[PATH_MAX], path[PATH_MAX] = "";
+    ssize_t n;
+    if (env) {
+        if (!env[0] || strfmt(path, sizeof path, "%s", env) < 0)
+            return;
+    } else if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (!slash)
+            return;
+        *slash = '\0';
+        static const char *const beside[] = {"../src/interp", "../lib/hutch/interp"};
+        for (size_t i = 0; i < sizeof beside / sizeof *beside && !path[0]; i++)
+            if (strfmt(path, sizeof path, "%s/%s/PROTOCOL.md", self, beside[i]) < 0 ||
+                access(path, R_OK) < 0)
+                path[0] = '\0';
+        char *end = path[0] ? strrchr(path, '/') : NULL;
+        if (end)
+            *end = '\0';
+    }
+    if (!path[0] || !realpath(path, d->interp_path)) {
+        fprintf(stderr, "hutch serve: no code contexts in sandboxes (%s: %s)\n",
+                path[0] ? path : "src/interp", path[0] ? strerror(errno) : "not found");
+        d->interp_path[0] = '\0';
+        return;
+    }
+    if (!reachable_by_others(d->interp_path)) {
+        fprintf(stderr,
+                "hutch serve: no code contexts in sandboxes: %s is not readable by other users "
+                "(sandboxes run as uids of their own); set HUTCH_INTERP to a copy that is\n",
+                d->interp_path);
+        d->interp_path[0] = '\0';
+        return;
+    }
+    d->mounts[d->n_mounts++] =
+        (struct jail_mount){.host_path = d->interp_path, .sandbox_path = INTERP_SANDBOX_DIR};
 }
 
 static int setup(struct serve *d, const struct serve_options *o, err_t *err)
@@ -259,7 +308,12 @@ static int setup(struct serve *d, const struct serve_options *o, err_t *err)
         return -1;
     if (jail_init_exec_fd() < 0)
         return err_set(err, ENOENT, "cannot open hutch's own binary to run as init");
-    find_sudo(d);
+    /* the sandboxes' sudo (src/sudo/main.c) */
+    bind_beside(d, "HUTCH_SUDO", "hutch-sudo", d->sudo_path, "/usr/local/bin/sudo", "sudo");
+    find_interp(d);
+    if (d->interp_path[0])
+        bind_beside(d, "HUTCH_KERNEL_STUB", "hutch-kernel-stub", d->kernel_stub_path,
+                    INTERP_SANDBOX_STUB, "kernel zygotes");
     return 0;
 }
 

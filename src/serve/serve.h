@@ -36,7 +36,14 @@ struct serve {
     /* hutch-sudo beside our own binary (or $HUTCH_SUDO), bound read-only at /usr/local/bin/sudo
      * in each sandbox; host_path NULL when there is none (sandboxes then have no sudo). */
     char sudo_path[PATH_MAX];
-    struct jail_mount sudo_mount;
+    /* the code contexts' kernels (src/interp), bound read-only at INTERP_SANDBOX_DIR in each
+     * sandbox (serve.c, find_interp); "" when there are none (no code contexts then) */
+    char interp_path[PATH_MAX];
+    /* hutch-kernel-stub beside our binary (or $HUTCH_KERNEL_STUB), bound at
+     * INTERP_SANDBOX_STUB: contexts forked from a zygote (src/kstub); "" when none */
+    char kernel_stub_path[PATH_MAX];
+    struct jail_mount mounts[3]; /* what every sandbox has bound: sudo, the kernels, the stub */
+    size_t n_mounts;
     struct sbx *sandboxes; /* the live ones (sandbox.c) */
     size_t n_sandboxes;
     uv_signal_t sig_term, sig_int;

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""The code interpreter's benchmark (`make bench-interp`; bench/README.md, "code interpreter"):
+what `@e2b/code-interpreter`'s calls cost against `hutch serve`, each figure with the zygote
+(the default) and without it (HUTCH_KERNEL_STUB="": every kernel starts cold), measured in the
+same run by two daemons, in turn.
+
+  context  POST /contexts (python) until its 200: the kernel is ready
+  runcode  POST /execute "1+1" on a warm context, to its last line
+  first    create a code-interpreter-v1 sandbox, then runCode returning a value with pandas
+           imported (`import pandas as pd; pd.DataFrame({"a": [1]}).shape`), to its last line
+  memory   100 python contexts alive in one sandbox: the sandbox's memory (its cgroup's, without
+           page cache) over them, per context, and the kernels' PSS
+
+Environment: BENCH_INTERP="context runcode first memory" (which), BENCH_N (rounds, 30),
+BENCH_WARMUP (3), BENCH_CONTEXTS (for memory, 100), HUTCH (the binary, build/hutch). Only
+loopback is used; every sandbox made is killed and the daemons stopped at the end.
+"""
+import json, os, sys, tempfile, time
+import glob
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve as base  # noqa: E402  (Daemon, Client, pct)
+
+N = int(os.environ.get("BENCH_N", "30"))
+WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
+CONTEXTS = int(os.environ.get("BENCH_CONTEXTS", "100"))
+WHICH = os.environ.get("BENCH_INTERP", "context runcode first memory").split()
+
+
+class Interp:
+    def __init__(self, cl, template="base"):
+        st, b = cl.call("POST", "/v2/sandboxes",
+                        json.dumps({"templateID": template, "timeout": 3600}),
+                        {"X-API-KEY": base.KEY, "Content-Type": "application/json"})
+        if st != 201:
+            raise SystemExit("bench: create answered %d: %s" % (st, b[:300]))
+        d = json.loads(b)
+        self.cl, self.id = cl, d["sandboxID"]
+        self.h = {"E2b-Sandbox-Id": self.id, "E2b-Sandbox-Port": "49999",
+                  "X-Access-Token": d["envdAccessToken"], "Content-Type": "application/json"}
+
+    def context(self):
+        st, b = self.cl.call("POST", "/contexts", json.dumps({"language": "python"}), self.h)
+        if st != 200:
+            raise SystemExit("bench: POST /contexts answered %d: %s" % (st, b[:300]))
+        return json.loads(b)["id"]
+
+    def run(self, code, ctx=None):
+        body = {"code": code}
+        if ctx:
+            body["context_id"] = ctx
+        st, b = self.cl.call("POST", "/execute", json.dumps(body), self.h)
+        lines = [json.loads(x) for x in b.split(b"\n") if x]
+        if st != 200 or not lines or lines[-1].get("type") != "end_of_execution" or \
+                any(x.get("type") == "error" for x in lines):
+            raise SystemExit("bench: execute answered %d: %s" % (st, b[:500]))
+        return [x for x in lines if x.get("type") == "result"]
+
+    def kill(self):
+        self.cl.kill(self.id)
+
+
+def sandbox_memory(sid):
+    """Its cgroup's memory without page cache (v2 memory.stat anon+kernel, v1 rss), in bytes."""
+    for stat in glob.glob("/sys/fs/cgroup/memory/hutch/%s/memory.stat" % sid) + \
+            glob.glob("/sys/fs/cgroup/hutch/%s/memory.stat" % sid):
+        fields = dict(line.split() for line in open(stat))
+        if "total_rss" in fields:
+            return int(fields["total_rss"]) + int(fields.get("total_mapped_file", 0))
+        return int(fields.get("anon", 0)) + int(fields.get("kernel", 0))
+    return 0
+
+
+def kernels_pss(sid):
+    total, n = 0, 0
+    for procs in glob.glob("/sys/fs/cgroup/memory/hutch/%s/c*/cgroup.procs" % sid) + \
+            glob.glob("/sys/fs/cgroup/hutch/%s/c*/cgroup.procs" % sid):
+        for pid in open(procs).read().split():
+            try:
+                for line in open("/proc/%s/smaps_rollup" % pid):
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) << 10
+                        n += 1
+            except OSError:
+                pass
+    return total, n
+
+
+def ms(xs, q):
+    return base.pct(xs, q) * 1e3
+
+
+def line(name, what, xs):
+    print("%-8s %-40s p50 %8.1f ms  p99 %8.1f ms" % (name, what, ms(xs, .5), ms(xs, .99)))
+
+
+def compare(name, zyg, cold):
+    line(name, "with the zygote", zyg)
+    line("", "without (cold kernels)", cold)
+    print("%-8s %-40s p50 %8.2fx" % ("", "ratio", base.pct(zyg, .5) / base.pct(cold, .5)))
+
+
+def bench_context(sbs):
+    out = {}
+    for mode, sb in sbs.items():
+        sb.run("1")  # the default context, and the zygote started with it
+        time.sleep(2.0 if mode == "zygote" else 0)  # the zygote ready (its imports)
+        xs = []
+        for i in range(WARMUP + N):
+            t = time.monotonic()
+            ctx = sb.context()
+            d = time.monotonic() - t
+            sb.cl.call("DELETE", "/contexts/" + ctx, None, sb.h)
+            if i >= WARMUP:
+                xs.append(d)
+        out[mode] = xs
+    compare("context", out["zygote"], out["cold"])
+
+
+def bench_runcode(sbs):
+    out = {}
+    for mode, sb in sbs.items():
+        ctx = sb.context()
+        xs = []
+        for i in range(WARMUP + N * 3):
+            t = time.monotonic()
+            r = sb.run("1+1", ctx)
+            d = time.monotonic() - t
+            assert r and r[0].get("text") == "2", r
+            if i >= WARMUP:
+                xs.append(d)
+        out[mode] = xs
+    compare("runcode", out["zygote"], out["cold"])
+
+
+def bench_first(clients, made):
+    out = {}
+    for mode, cl in clients.items():
+        xs = []
+        for i in range(max(3, N // 3)):
+            t = time.monotonic()
+            sb = Interp(cl, "code-interpreter-v1")
+            made.append((cl, sb))
+            r = sb.run('import pandas as pd; pd.DataFrame({"a": [1]}).shape')
+            xs.append(time.monotonic() - t)
+            assert r and r[0].get("text") == "(1, 1)", r
+            sb.kill()
+            made.remove((cl, sb))
+        out[mode] = xs
+    compare("first", out["zygote"], out["cold"])
+
+
+def bench_memory(clients, made):
+    for mode, cl in clients.items():
+        sb = Interp(cl)
+        made.append((cl, sb))
+        sb.run("1")
+        time.sleep(2.0)
+        before = sandbox_memory(sb.id)
+        ctxs = [sb.context() for _ in range(CONTEXTS)]
+        for c in ctxs[:: max(1, CONTEXTS // 10)]:
+            sb.run("x = 1", c)
+        time.sleep(1.0)
+        after = sandbox_memory(sb.id)
+        pss, n = kernels_pss(sb.id)
+        print("%-8s %-40s %8.1f MiB per context (%d contexts; the kernels' PSS %.1f MiB each)"
+              % ("memory" if mode == "zygote" else "", "with the zygote" if mode == "zygote"
+                 else "without (cold kernels)", (after - before) / CONTEXTS / 2**20, CONTEXTS,
+                 pss / max(1, n) / 2**20))
+        sb.kill()
+        made.remove((cl, sb))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="hutch-bench-interp.")
+    os.chmod(tmp, 0o755)
+    daemons, clients, made = {}, {}, []
+    try:
+        for mode in ("zygote", "cold"):
+            os.makedirs(tmp + "/" + mode)
+            d = base.Daemon(tmp + "/" + mode)
+            if mode == "cold":
+                d.env["HUTCH_KERNEL_STUB"] = ""
+            d.start()
+            daemons[mode] = d
+            clients[mode] = base.Client(d.port)
+        print("hutch serve, the code interpreter (%s; N=%d)" % (base.HUTCH, N))
+        if "context" in WHICH or "runcode" in WHICH:
+            sbs = {m: Interp(c) for m, c in clients.items()}
+            made += [(clients[m], s) for m, s in sbs.items()]
+            if "context" in WHICH:
+                bench_context(sbs)
+            if "runcode" in WHICH:
+                bench_runcode(sbs)
+        if "first" in WHICH:
+            bench_first(clients, made)
+        if "memory" in WHICH:
+            bench_memory(clients, made)
+    finally:
+        for cl, sb in made:
+            try:
+                sb.kill()
+            except Exception:
+                pass
+        for d in daemons.values():
+            d.stop()
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""hutch's Python zygote: a warm process that forks Python kernels (python_kernel.py).
+
+    /usr/bin/python3 python_zygote.py NAME [--preload MODULE,MODULE...]
+
+One per sandbox, started by the daemon as a command of its own. It imports the kernel module (and
+IPython with it: most of a kernel's 0.4 s start-up) and the modules to preload (the data stack
+for code-interpreter-v1: another 0.7 s), then listens on the abstract unix socket
+a unix socket. A new context's command is hutch-kernel-stub (src/kstub/main.c): it connects,
+hands over its cwd, its environment and its fds 0, 1 and 2, and the zygote forks a child that
+takes them and becomes the kernel (python_kernel.main()). The socket is /tmp/.hutch-zygote-NAME
+in the sandbox's own /tmp (an abstract name cannot be reached across the Landlock domains that
+each command is). The parent answers the stub with the
+child's pid ("pid N"), and once it has reaped the child, with how it ended ("exit N" or
+"signal N"). The child says its pid in its ready message; the daemon then moves it into the
+context's command cgroup, so that killing the context takes it and all it starts.
+
+What a forked kernel shares with its zygote, and why that is safe (src/interp/README.md,
+"Zygotes"): the zygote lives in the sandbox it serves and nowhere else (the socket's name is in
+the sandbox's own network namespace), so a kernel only ever shares memory with kernels of its own
+sandbox; it has run no user code and holds no secret (the daemon gives it the sandbox's env
+vars, as every command has them, and each child replaces its environment with its own
+command's). Each child reseeds `random` (and numpy's global generator, when imported) from
+os.urandom, so that two contexts do not draw the same numbers.
+
+The zygote's stdin is the daemon's pipe: at its end (the daemon closed it) the zygote exits; the
+kernels it forked live on, as the commands they are.
+"""
+import array
+import ctypes
+import os
+import select
+import signal
+import socket
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import python_kernel  # noqa: E402  (IPython, and the kernel's code, warm in every fork)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+MESSAGE_MAX = 64 << 10
+FDS = 3
+
+
+def preload(modules):
+    for name in modules:
+        try:
+            __import__(name)
+        except Exception as e:  # a module the template lacks is no reason not to serve
+            print("python_zygote: preload %s: %s" % (name, e), file=sys.stderr, flush=True)
+
+
+def receive(conn):
+    """The stub's cwd, environment and fds 0, 1, 2; None when it sent something else."""
+    fds = array.array("i")
+    data, ancdata, flags, _ = conn.recvmsg(MESSAGE_MAX, socket.CMSG_SPACE(FDS * fds.itemsize))
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    fds = list(fds)
+    for fd in fds:
+        os.set_inheritable(fd, False)
+    parts = data.split(b"\0")
+    if len(fds) != FDS or flags & socket.MSG_CTRUNC or not parts or not parts[0].startswith(b"/"):
+        for fd in fds:
+            os.close(fd)
+        return None
+    env = {}
+    for entry in parts[1:]:
+        name, sep, value = entry.partition(b"=")
+        if sep and name:
+            env[os.fsdecode(name)] = os.fsdecode(value)
+    return os.fsdecode(parts[0]), env, fds
+
+
+def own_landlock_domain():
+    """A Landlock domain of the child's own under the zygote's, scoped as hutch scopes every
+    command's (src/jail/landlock.c): its code can then signal, or reach the abstract sockets of,
+    neither the zygote nor the kernels of the other contexts, as a kernel started cold could not.
+    Where the kernel has no such scopes (Landlock ABI < 6) nothing changes."""
+    libc = _libc
+    SYS_create_ruleset, SYS_restrict_self = 444, 446
+    LANDLOCK_CREATE_RULESET_VERSION = 1
+    abi = libc.syscall(SYS_create_ruleset, None, ctypes.c_size_t(0),
+                       ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    if abi < 6:
+        return
+    # struct landlock_ruleset_attr: handled_access_fs, handled_access_net, scoped (u64 each)
+    attr = (ctypes.c_uint64 * 3)(0, 0, 1 | 2)  # SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+    fd = libc.syscall(SYS_create_ruleset, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
+                      ctypes.c_uint32(0))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    try:
+        if libc.syscall(SYS_restrict_self, ctypes.c_int(fd), ctypes.c_uint32(0)) < 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    finally:
+        os.close(fd)
+
+
+def become_kernel(cwd, env, fds, sockets, pipes):
+    """In the child: the stub's fds as 0, 1, 2, its cwd and environment, fresh randomness, then
+    the kernel. Never returns."""
+    try:
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        # detached first: a socket object closing its fd later could close a reused number
+        for sock in sockets:
+            os.close(sock.detach())
+        for fd in pipes:
+            os.close(fd)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        for fd in fds:
+            os.close(fd)
+        own_landlock_domain()
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        import random
+        random.seed()
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed()
+    except BaseException as e:
+        os.write(2, ("python_zygote: the kernel's start: %s\n" % e).encode(errors="replace"))
+        os._exit(1)
+    try:
+        python_kernel.main()
+        os._exit(0)
+    except SystemExit as e:
+        os._exit(e.code if isinstance(e.code, int) else 1)
+    except BaseException:
+        os._exit(1)
+
+
+def main():
+    args = sys.argv[1:]
+    if not args or args[0].startswith("-"):
+        print("usage: python_zygote.py NAME [--preload MODULE,...]", file=sys.stderr)
+        return 2
+    name = args[0]
+    if len(args) >= 3 and args[1] == "--preload":
+        preload([m for m in args[2].split(",") if m])
+    python_kernel.make_shell()  # each fork finds it made
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    path = "/tmp/.hutch-zygote-" + name
+    try:
+        os.unlink(path)  # a zygote before us (restarted), or anything in its place
+    except FileNotFoundError:
+        pass
+    old_mask = os.umask(0o077)  # only the user's processes (the stubs) may connect
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old_mask)
+    listener.listen(64)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    stubs = {}  # a child's pid -> the connection of the stub that stands for it
+    while True:
+        try:
+            ready, _, _ = select.select([listener, 0, wake_r], [], [])
+        except InterruptedError:
+            continue
+        if wake_r in ready:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        while stubs:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = stubs.pop(pid, None)
+            if conn is not None:
+                how = ("signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                       else "exit %d" % os.waitstatus_to_exitcode(status))
+                try:
+                    conn.send(how.encode())
+                except OSError:
+                    pass
+                conn.close()
+        if 0 in ready and not os.read(0, 4096):
+            return 0  # the daemon let go of us
+        if listener in ready:
+            try:
+                conn, _ = listener.accept()
+                handover = receive(conn)
+            except OSError:
+                continue
+            if handover is None:
+                conn.close()
+                continue
+            cwd, env, fds = handover
+            pid = os.fork()
+            if pid == 0:
+                become_kernel(cwd, env, fds, [listener, conn, *stubs.values()], [wake_r, wake_w])
+            for fd in fds:
+                os.close(fd)
+            stubs[pid] = conn
+            try:
+                conn.send(b"pid %d" % pid)
+            except OSError:
+                pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

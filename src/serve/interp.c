@@ -1,0 +1,1117 @@
+/* The code interpreter's HTTP side and its kernels (interp.h, src/interp/PROTOCOL.md). */
+#include "serve/interp.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "api/control_json.h"
+#include "api/interp_json.h"
+#include "jail/cgroup.h"
+#include "serve/commands.h"
+#include "util/strfmt.h"
+
+#define KERNEL_LINE_MAX    (32u << 20) /* one message from a kernel */
+#define EXECUTE_BODY_MAX   (2u << 20)  /* an execute's JSON: its code and env vars */
+#define CONTEXT_BODY_MAX   (64u << 10)
+#define CONTEXTS_MAX       64     /* per sandbox, the default ones included */
+#define KEEPALIVE_MS       15000  /* a line while a cell runs (or waits) without other output */
+#define INTERRUPT_GRACE_MS 3000   /* after a SIGINT, before the kernel is killed and restarted */
+#define READY_TIMEOUT_MS   120000 /* a kernel's start-up (jshell takes seconds) */
+#define DIAG_MAX           2048   /* the tail of a kernel's stderr kept for an error message */
+#define KERNEL_TAG_PREFIX  "hutch-interp "
+#define ZYGOTE_STARTS_MAX  3 /* a zygote that keeps dying is given up: kernels start cold */
+#define ZYGOTE_PRELOAD     "numpy,pandas,matplotlib.pyplot"
+#define ZYGOTE_FILE        "python_zygote.py"
+
+struct language {
+    const char *name, *alias;
+    const char *interpreter, *file, *arg; /* argv: interpreter DIR/file [arg] */
+    bool zygote; /* its kernels fork from a warm zygote (src/interp/PROTOCOL.md, "Zygotes") */
+};
+
+static const struct language languages[] = {
+    {"python", NULL, "/usr/bin/python3", "python_kernel.py", NULL, true},
+    {"javascript", "js", "/usr/bin/node", "js_kernel.mjs", NULL, false},
+    {"typescript", "ts", "/usr/bin/node", "js_kernel.mjs", "--typescript", false},
+    {"bash", NULL, "/usr/bin/python3", "bash_kernel.py", NULL, false},
+    {"r", NULL, "/usr/bin/python3", "r_kernel.py", NULL, false},
+    {"java", NULL, "/usr/bin/python3", "java_kernel.py", NULL, false},
+};
+
+enum icall_op { ICALL_EXECUTE, ICALL_CREATE, ICALL_RESTART };
+
+/* One HTTP call, from its headers to its end; an execute lives on after its client left while
+ * its kernel still runs it (x NULL), until the kernel ends it. */
+struct icall {
+    struct serve *d;
+    char sandbox_id[STORE_ID_MAX + 1];
+    struct http_exchange *x;
+    enum icall_op op;
+    char *body;
+    size_t len;
+    char ctx_id[40]; /* restart: the context named by the path */
+    struct ictx *ctx;
+    struct interp_execute exec; /* an execute's request */
+    char exec_id[33];
+    bool responded, sent, held, interrupted, queued;
+    uv_timer_t timer; /* keepalives, then an interrupt's grace */
+    bool timer_open;
+    uint64_t last_write_ms;
+    struct icall *next;
+};
+
+struct ictx {
+    struct sbx *sb;
+    char id[37];
+    const struct language *lang;
+    char cwd[INTERP_CWD_MAX + 1];
+    bool is_default;
+    struct scmd *kernel; /* NULL when none runs */
+    int kernel_pidfd;    /* a kernel forked by the zygote: signalled by it (interrupts); or -1 */
+    bool ready, ever_ready;
+    unsigned execution_count;
+    struct icall *queue;   /* executes in order: the first one is running once sent */
+    struct icall *waiters; /* creates and restarts waiting for ready */
+    char *line;            /* a message being read */
+    size_t line_len, line_cap;
+    char diag[DIAG_MAX + 1];
+    size_t diag_len;
+    struct ictx *next;
+};
+
+struct interp_state {
+    struct ictx *contexts;
+    unsigned n_contexts;
+    /* the python zygote: a command of its own, started with the first context */
+    struct scmd *zygote;
+    unsigned zygote_starts;
+    bool preload; /* the data stack imported in it (code-interpreter-v1) */
+};
+
+static void kernel_kill(struct ictx *ctx);
+static void kernel_lost(struct ictx *ctx, const char *why, bool may_free);
+static void queue_kick(struct ictx *ctx);
+static void icall_finish(struct icall *c);
+static void exec_timer(uv_timer_t *t);
+static int kernel_adopt(struct ictx *ctx, long ns_pid, err_t *err);
+static void kernel_interrupt(struct ictx *ctx);
+static void kernel_pidfd_close(struct ictx *ctx);
+
+/* ---------- small things ---------- */
+
+static const struct language *language_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof languages / sizeof *languages; i++)
+        if (strcasecmp(name, languages[i].name) == 0 ||
+            (languages[i].alias && strcasecmp(name, languages[i].alias) == 0))
+            return &languages[i];
+    return NULL;
+}
+
+static bool language_available(struct serve *d, const struct language *l)
+{
+    char path[PATH_MAX];
+    return d->interp_path[0] && strfmt(path, sizeof path, "%s/%s", d->interp_path, l->file) == 0 &&
+           access(path, R_OK) == 0;
+}
+
+static void random_hex(char *out, size_t bytes)
+{
+    unsigned char raw[32];
+    randombytes_buf(raw, bytes);
+    sodium_bin2hex(out, 2 * bytes + 1, raw, bytes);
+}
+
+static void new_context_id(char out[37])
+{
+    char hex[33];
+    random_hex(hex, 16);
+    snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
+}
+
+static struct interp_state *state_of(struct sbx *sb, bool make);
+
+static struct ictx *context_find(struct sbx *sb, const char *id)
+{
+    struct interp_state *st = state_of(sb, true);
+    for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
+        if (strcmp(c->id, id) == 0)
+            return c;
+    return NULL;
+}
+
+static struct ictx *context_new(struct sbx *sb, const struct language *lang, const char *cwd,
+                                bool is_default)
+{
+    struct interp_state *st = state_of(sb, true);
+    if (!st || st->n_contexts >= CONTEXTS_MAX)
+        return NULL;
+    struct ictx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return NULL;
+    ctx->sb = sb;
+    ctx->kernel_pidfd = -1;
+    ctx->lang = lang;
+    ctx->is_default = is_default;
+    new_context_id(ctx->id);
+    snprintf(ctx->cwd, sizeof ctx->cwd, "%s", cwd ? cwd : JAIL_USER_HOME);
+    /* appended: the list shows them in the order they were made */
+    struct ictx **tail = &st->contexts;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = ctx;
+    st->n_contexts++;
+    return ctx;
+}
+
+/* Kills every kernel a daemon before us started (their contexts lived in its memory only),
+ * and makes the default contexts. */
+static struct interp_state *state_of(struct sbx *sb, bool make)
+{
+    if (sb->interp || !make)
+        return sb->interp;
+    sb->interp = calloc(1, sizeof *sb->interp);
+    if (!sb->interp)
+        return NULL;
+    for (struct scmd *c = sb->cmds; c; c = c->next)
+        if (c->tag && strncmp(c->tag, KERNEL_TAG_PREFIX, sizeof KERNEL_TAG_PREFIX - 1) == 0) {
+            err_t err;
+            scmd_signal(c, SIGKILL, &err);
+        }
+    context_new(sb, &languages[0], NULL, true);
+    context_new(sb, &languages[1], NULL, true);
+    return sb->interp;
+}
+
+static struct ictx *default_context(struct sbx *sb, const struct language *lang)
+{
+    struct interp_state *st = state_of(sb, true);
+    for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
+        if (c->is_default && c->lang == lang)
+            return c;
+    return context_new(sb, lang, NULL, true);
+}
+
+static char *context_json(const struct ictx *ctx)
+{
+    json_t *o =
+        json_pack("{s:s,s:s,s:s}", "id", ctx->id, "language", ctx->lang->name, "cwd", ctx->cwd);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+/* ---------- answers ---------- */
+
+static void respond_json_text(struct http_exchange *x, int status, const char *json)
+{
+    static const struct http_header h[] = {{"Content-Type", "application/json"}};
+    if (!json) {
+        http_respond_error(x, 500, "out of memory");
+        return;
+    }
+    http_respond(x, status, h, 1, json, strlen(json));
+}
+
+/* E2B's server answers an unknown context with a 404 whose body the SDK shows as it is. */
+static void respond_not_found(struct http_exchange *x, const char *id)
+{
+    static const struct http_header h[] = {{"Content-Type", "text/plain"}};
+    char body[128];
+    snprintf(body, sizeof body, "Context %.40s not found", id);
+    http_respond(x, 404, h, 1, body, strlen(body));
+}
+
+/* One NDJSON line to an execute's client (steals o). Its kernel's output is held while the
+ * client is congested. */
+static void exec_write(struct icall *c, json_t *o)
+{
+    size_t n = 0;
+    char *s = c->x ? interp_line(o, &n) : (json_decref(o), NULL);
+    if (!s)
+        return;
+    int rc = http_respond_write(c->x, s, n);
+    free(s);
+    c->last_write_ms = uv_now(c->d->loop);
+    if (rc == 1 && !c->held && c->ctx && c->ctx->kernel) {
+        c->held = true;
+        scmd_hold(c->ctx->kernel, true);
+    }
+}
+
+static void exec_error(struct icall *c, const char *name, const char *value)
+{
+    exec_write(c, json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name", name, "value", value,
+                            "traceback", value));
+}
+
+/* ---------- a call's life ---------- */
+
+static void icall_freed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void icall_free(struct icall *c)
+{
+    free(c->body);
+    interp_execute_free(&c->exec);
+    if (c->held && c->ctx && c->ctx->kernel)
+        scmd_hold(c->ctx->kernel, false);
+    if (c->timer_open)
+        uv_close((uv_handle_t *)&c->timer, icall_freed);
+    else
+        free(c);
+}
+
+static void list_remove(struct icall **list, struct icall *c)
+{
+    for (struct icall **p = list; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            c->next = NULL;
+            return;
+        }
+}
+
+/* An execute is over (ended, failed, or abandoned before it was sent): its response ended, out
+ * of its context's queue, freed once its exchange is gone too. */
+static void icall_finish(struct icall *c)
+{
+    if (c->ctx && c->queued) {
+        list_remove(&c->ctx->queue, c);
+        c->queued = false;
+    }
+    if (c->held && c->ctx && c->ctx->kernel)
+        scmd_hold(c->ctx->kernel, false);
+    c->held = false;
+    c->ctx = NULL;
+    if (c->timer_open)
+        uv_timer_stop(&c->timer);
+    if (c->x) {
+        exec_write(c, json_pack("{s:s}", "type", "end_of_execution"));
+        http_respond_end(c->x); /* on_done frees it */
+    } else {
+        icall_free(c);
+    }
+}
+
+static void on_exchange_end(struct http_exchange *x, void *user)
+{
+    struct icall *c = user;
+    c->x = NULL;
+    struct ictx *ctx = c->ctx;
+    if (!ctx) {
+        icall_free(c);
+        return;
+    }
+    if (c->op != ICALL_EXECUTE) {
+        list_remove(&ctx->waiters, c);
+        icall_free(c);
+        return;
+    }
+    if (!c->sent) { /* still waiting: it never runs */
+        icall_finish(c);
+        return;
+    }
+    /* Running: the client went (its timeout, or it gave up). The cell is interrupted, and the
+     * context kept, unless the kernel does not end it in time. */
+    if (c->held && ctx->kernel)
+        scmd_hold(ctx->kernel, false);
+    c->held = false;
+    if (!c->interrupted && ctx->kernel) {
+        c->interrupted = true;
+        kernel_interrupt(ctx);
+        if (c->timer_open)
+            uv_timer_start(&c->timer, exec_timer, INTERRUPT_GRACE_MS, 0);
+    }
+}
+
+static void on_drain(struct http_exchange *x, void *user)
+{
+    struct icall *c = user;
+    if (c->held && c->ctx && c->ctx->kernel) {
+        c->held = false;
+        scmd_hold(c->ctx->kernel, false);
+    }
+}
+
+static const struct http_exchange_callbacks icall_callbacks = {
+    .on_done = on_exchange_end, .on_abort = on_exchange_end, .on_drain = on_drain};
+
+/* Keepalives while it waits or runs; after an interrupt, the grace is over: the kernel that
+ * did not end the cell is killed, and the context starts again with a new one. */
+static void exec_timer(uv_timer_t *t)
+{
+    struct icall *c = t->data;
+    if (c->interrupted) {
+        struct ictx *ctx = c->ctx;
+        if (ctx) {
+            kernel_kill(ctx);
+            kernel_lost(ctx,
+                        "the kernel did not stop the interrupted execution: it was killed, "
+                        "and the context restarts with its state cleared",
+                        false);
+        }
+        return;
+    }
+    uint64_t now = uv_now(t->loop);
+    if (c->x && now - c->last_write_ms >= KEEPALIVE_MS)
+        exec_write(c, json_pack("{s:s}", "type", "keepalive"));
+    uv_timer_start(t, exec_timer, KEEPALIVE_MS, 0);
+}
+
+/* ---------- the kernel ---------- */
+
+static void ready_answer(struct ictx *ctx, const char *failure)
+{
+    while (ctx->waiters) {
+        struct icall *w = ctx->waiters;
+        ctx->waiters = w->next;
+        w->next = NULL;
+        w->ctx = NULL;
+        if (w->x && failure)
+            http_respond_error(w->x, 500, "context %s (%s): %s", ctx->id, ctx->lang->name, failure);
+        else if (w->x) {
+            char *json = context_json(ctx);
+            respond_json_text(w->x, 200, json);
+            free(json);
+        } else {
+            icall_free(w);
+        }
+    }
+}
+
+static void context_free(struct ictx *ctx)
+{
+    struct interp_state *st = ctx->sb->interp;
+    for (struct ictx **p = &st->contexts; *p; p = &(*p)->next)
+        if (*p == ctx) {
+            *p = ctx->next;
+            st->n_contexts--;
+            break;
+        }
+    kernel_pidfd_close(ctx);
+    free(ctx->line);
+    free(ctx);
+}
+
+/* Every call of the context gets why: the running and waiting executes an error and their end,
+ * the creates and restarts a 500. */
+static void fail_calls(struct ictx *ctx, const char *name, const char *why)
+{
+    while (ctx->queue) {
+        struct icall *c = ctx->queue;
+        exec_error(c, name, why);
+        icall_finish(c);
+    }
+    ready_answer(ctx, why);
+}
+
+static void on_kernel_started(struct scmd *c, void *user)
+{
+    (void)c;
+    (void)user;
+}
+
+static void diag_add(struct ictx *ctx, const uint8_t *data, size_t len)
+{
+    if (len > DIAG_MAX) {
+        data += len - DIAG_MAX;
+        len = DIAG_MAX;
+    }
+    if (ctx->diag_len + len > DIAG_MAX) {
+        size_t drop = ctx->diag_len + len - DIAG_MAX;
+        memmove(ctx->diag, ctx->diag + drop, ctx->diag_len - drop);
+        ctx->diag_len -= drop;
+    }
+    memcpy(ctx->diag + ctx->diag_len, data, len);
+    ctx->diag_len += len;
+    ctx->diag[ctx->diag_len] = '\0';
+}
+
+/* The kernel broke the protocol: it is killed, and the context starts again. */
+static void kernel_violation(struct ictx *ctx, const char *what)
+{
+    char why[2 * sizeof((err_t *)0)->msg];
+    snprintf(why, sizeof why,
+             "the kernel sent %s: it was killed, and the context restarts with its state cleared",
+             what);
+    kernel_kill(ctx);
+    kernel_lost(ctx, why, false);
+}
+
+static void handle_message(struct ictx *ctx, const char *line, size_t len)
+{
+    char at[32];
+    api_time_format(sbx_wall_ms(), at);
+    struct kernel_message m;
+    err_t err;
+    if (kernel_message_parse(line, len, at, &m, &err) < 0) {
+        kernel_violation(ctx, err.msg);
+        return;
+    }
+    struct icall *run = ctx->queue && ctx->queue->sent ? ctx->queue : NULL;
+    if (!ctx->ready) {
+        kernel_message_free(&m);
+        if (m.type != KERNEL_READY) {
+            kernel_violation(ctx, "a message before it was ready");
+            return;
+        }
+        if (m.pid && ctx->kernel && m.pid != (long)ctx->kernel->pid &&
+            kernel_adopt(ctx, m.pid, &err) < 0) {
+            char what[sizeof err.msg + 64];
+            snprintf(what, sizeof what, "a ready for a process the daemon could not adopt (%s)",
+                     err.msg);
+            kernel_violation(ctx, what);
+            return;
+        }
+        ctx->ready = ctx->ever_ready = true;
+        ready_answer(ctx, NULL);
+        queue_kick(ctx);
+        return;
+    }
+    switch (m.type) {
+    case KERNEL_READY:
+        kernel_violation(ctx, "a second ready");
+        return;
+    case KERNEL_KEEPALIVE:
+        return;
+    case KERNEL_OUTPUT:
+    case KERNEL_RESULT:
+    case KERNEL_ERROR: /* output between executions (a thread's) is dropped */
+        if (run)
+            exec_write(run, m.client_line);
+        else
+            json_decref(m.client_line);
+        return;
+    case KERNEL_END_OF_EXECUTION:
+        if (!run || strcmp(m.end_id, run->exec_id) != 0) {
+            kernel_violation(ctx, "the end of an execution that was not running");
+            return;
+        }
+        icall_finish(run);
+        queue_kick(ctx);
+        return;
+    }
+}
+
+static void on_kernel_output(struct scmd *c, const char *stream, const uint8_t *data, size_t len,
+                             void *user)
+{
+    struct ictx *ctx = user;
+    if (strcmp(stream, "stdout") != 0) {
+        diag_add(ctx, data, len);
+        return;
+    }
+    while (len > 0 && ctx->kernel == c) {
+        const uint8_t *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) : len;
+        if (ctx->line_len + take > KERNEL_LINE_MAX) {
+            kernel_violation(ctx, "a line longer than 32 MiB");
+            return;
+        }
+        if (ctx->line_len + take + 1 > ctx->line_cap) {
+            size_t cap = ctx->line_cap ? ctx->line_cap : 4096;
+            while (cap < ctx->line_len + take + 1)
+                cap *= 2;
+            char *p = realloc(ctx->line, cap);
+            if (!p) {
+                kernel_violation(ctx, "more than the daemon could hold");
+                return;
+            }
+            ctx->line = p;
+            ctx->line_cap = cap;
+        }
+        memcpy(ctx->line + ctx->line_len, data, take);
+        ctx->line_len += take;
+        if (!nl)
+            return;
+        data += take + 1;
+        len -= take + 1;
+        size_t n = ctx->line_len;
+        ctx->line_len = 0;
+        if (n > 0)
+            handle_message(ctx, ctx->line, n);
+    }
+}
+
+static void on_kernel_end(struct scmd *c, void *user)
+{
+    struct ictx *ctx = user;
+    if (ctx->kernel != c)
+        return;
+    ctx->kernel = NULL;
+    char why[DIAG_MAX + 512];
+    const char *tail = ctx->diag_len ? ctx->diag : "";
+    if (c->error[0])
+        snprintf(why, sizeof why, "the kernel was lost: %s%s%s", c->error, tail[0] ? "; " : "",
+                 tail);
+    else if (c->signo)
+        snprintf(why, sizeof why, "the kernel died of signal %d%s%s", c->signo, tail[0] ? ": " : "",
+                 tail);
+    else
+        snprintf(why, sizeof why, "the kernel exited with status %d%s%s", c->exit_code,
+                 tail[0] ? ": " : "", tail);
+    kernel_lost(ctx, why, true);
+}
+
+static const struct scmd_listener kernel_listener = {on_kernel_started, on_kernel_output,
+                                                     on_kernel_end};
+
+/* SIGINT to the kernel: a forked one by its pidfd (its stub, a Landlock domain apart, may not
+ * signal it), one started cold as its command's first process. */
+static void kernel_interrupt(struct ictx *ctx)
+{
+    err_t err;
+    if (ctx->kernel_pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, ctx->kernel_pidfd, SIGINT, NULL, 0);
+    else if (ctx->kernel)
+        scmd_signal_leader(ctx->kernel, SIGINT, &err);
+}
+
+static void kernel_pidfd_close(struct ictx *ctx)
+{
+    if (ctx->kernel_pidfd >= 0)
+        close(ctx->kernel_pidfd);
+    ctx->kernel_pidfd = -1;
+}
+
+/* ---------- the zygote ---------- */
+
+static void on_zygote_started(struct scmd *c, void *user)
+{
+    (void)c;
+    (void)user;
+}
+
+static void on_zygote_output(struct scmd *c, const char *stream, const uint8_t *data, size_t len,
+                             void *user)
+{
+    (void)c, (void)stream, (void)data, (void)len, (void)user; /* read to keep its pipes flowing */
+}
+
+static void on_zygote_end(struct scmd *c, void *user)
+{
+    struct sbx *sb = user;
+    if (sb->interp && sb->interp->zygote == c)
+        sb->interp->zygote = NULL;
+}
+
+static const struct scmd_listener zygote_listener = {on_zygote_started, on_zygote_output,
+                                                     on_zygote_end};
+
+/* Starts the sandbox's python zygote unless it runs (or kept dying, or there is no stub): the
+ * kernels started meanwhile start cold, the stub falls back when nothing listens. */
+static void zygote_start(struct sbx *sb)
+{
+    struct interp_state *st = sb->interp;
+    const struct language *py = &languages[0];
+    if (!st || st->zygote || st->zygote_starts >= ZYGOTE_STARTS_MAX ||
+        !sb->d->kernel_stub_path[0] || !language_available(sb->d, py))
+        return;
+    st->zygote_starts++;
+    char file[sizeof INTERP_SANDBOX_DIR + 64], host[PATH_MAX];
+    if (strfmt(host, sizeof host, "%s/%s", sb->d->interp_path, ZYGOTE_FILE) < 0 ||
+        access(host, R_OK) < 0)
+        return;
+    snprintf(file, sizeof file, "%s/%s", INTERP_SANDBOX_DIR, ZYGOTE_FILE);
+    const char *argv[] = {py->interpreter, file, py->name, st->preload ? "--preload" : NULL,
+                          ZYGOTE_PRELOAD, NULL};
+    char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
+    char **env = scmd_env(sb, false, extra);
+    if (!env)
+        return;
+    struct jail_command_spec spec = {
+        .argv = argv,
+        .envp = (const char *const *)env,
+        .cwd = JAIL_USER_HOME,
+        .tag = KERNEL_TAG_PREFIX "zygote python",
+        .stdin_pipe = true, /* its end (the daemon's) ends it */
+    };
+    err_t err;
+    st->zygote = scmd_start(sb, &spec, &zygote_listener, sb, &err);
+    scmd_free_list(env);
+    if (!st->zygote)
+        fprintf(stderr, "hutch serve: sandbox %s: the python zygote: %s\n", sb->id, err.msg);
+}
+
+/* The pid, as the host sees it, of the process the sandbox knows as ns_pid, among those of the
+ * zygote's cgroup (where a kernel it forked is until it is moved): 0 when none is. */
+static pid_t zygote_child_host_pid(struct sbx *sb, long ns_pid, err_t *err)
+{
+    struct scmd *z = sb->interp ? sb->interp->zygote : NULL;
+    if (!z)
+        return err_set(err, ESRCH, "no zygote runs"), 0;
+    if ((long)z->pid == ns_pid)
+        return err_set(err, EPERM, "that is the zygote itself"), 0;
+    struct cgroup *cg;
+    if (jail_command_group_open(&sb->jail, z->group, &cg, err) < 0)
+        return 0;
+    char path[PATH_MAX];
+    static const char *const holders[] = {"", "pids", "memory"};
+    int rc = -1;
+    for (size_t i = 0; i < sizeof holders / sizeof *holders && rc < 0; i++)
+        rc = cgroup_file_path(cg, holders[i], "cgroup.procs", path, sizeof path, err);
+    cgroup_free(cg);
+    FILE *f = rc == 0 ? fopen(path, "re") : NULL;
+    if (!f)
+        return err_set(err, errno ? errno : ENOENT, "the zygote's cgroup.procs"), 0;
+    pid_t found = 0;
+    long host;
+    while (!found && fscanf(f, "%ld", &host) == 1) {
+        char status[64], line[256];
+        snprintf(status, sizeof status, "/proc/%ld/status", host);
+        FILE *st = fopen(status, "re");
+        while (st && fgets(line, sizeof line, st))
+            if (strncmp(line, "NSpid:", 6) == 0) {
+                /* the last one is the pid in the innermost namespace: the sandbox's */
+                char *last = strrchr(line, '\t');
+                if (last && strtol(last + 1, NULL, 10) == ns_pid)
+                    found = (pid_t)host;
+                break;
+            }
+        if (st)
+            fclose(st);
+    }
+    fclose(f);
+    if (!found)
+        err_set(err, ESRCH, "no process %ld came from the zygote", ns_pid);
+    return found;
+}
+
+/* A kernel forked by the zygote joins its context's command cgroup, so that killing the command
+ * takes it and all it starts (it starts nothing before its first execute). */
+static int kernel_adopt(struct ictx *ctx, long ns_pid, err_t *err)
+{
+    pid_t host = zygote_child_host_pid(ctx->sb, ns_pid, err);
+    if (!host)
+        return -1;
+    struct cgroup *cg;
+    if (jail_command_group_open(&ctx->sb->jail, ctx->kernel->group, &cg, err) < 0)
+        return -1;
+    int rc = cgroup_attach(cg, host, err);
+    cgroup_free(cg);
+    if (rc == 0) {
+        kernel_pidfd_close(ctx);
+        ctx->kernel_pidfd = (int)syscall(SYS_pidfd_open, host, 0);
+    }
+    return rc;
+}
+
+static int kernel_start(struct ictx *ctx, err_t *err)
+{
+    struct sbx *sb = ctx->sb;
+    if (!language_available(sb->d, ctx->lang))
+        return err_set(err, ENOENT, "language '%s' is not available: this daemon has no %s kernel",
+                       ctx->lang->name, ctx->lang->name);
+    char file[sizeof INTERP_SANDBOX_DIR + 64], tag[JAIL_COMMAND_MAX_TAG + 1];
+    snprintf(file, sizeof file, "%s/%s", INTERP_SANDBOX_DIR, ctx->lang->file);
+    snprintf(tag, sizeof tag, "%s%s %s", KERNEL_TAG_PREFIX, ctx->id, ctx->lang->name);
+    struct interp_state *st = sb->interp;
+    bool forked = ctx->lang->zygote && sb->d->kernel_stub_path[0];
+    if (forked)
+        zygote_start(sb);
+    /* through the stub, the zygote's fork, or (none listening) the interpreter all the same */
+    const char *cold[] = {ctx->lang->interpreter, file, ctx->lang->arg, NULL};
+    const char *via_stub[] = {INTERP_SANDBOX_STUB, ctx->lang->name, "--", ctx->lang->interpreter,
+                              file, ctx->lang->arg, NULL};
+    const char *const *argv = forked && st && st->zygote ? via_stub : cold;
+    char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
+    char **env = scmd_env(sb, false, extra);
+    if (!env)
+        return err_set(err, ENOMEM, "context %s: its environment", ctx->id);
+    struct jail_command_spec spec = {
+        .argv = argv,
+        .envp = (const char *const *)env,
+        .cwd = ctx->cwd,
+        .tag = tag,
+        .stdin_pipe = true,
+    };
+    ctx->ready = false;
+    ctx->line_len = 0;
+    ctx->diag_len = 0;
+    ctx->diag[0] = '\0';
+    ctx->kernel = scmd_start(sb, &spec, &kernel_listener, ctx, err);
+    scmd_free_list(env);
+    return ctx->kernel ? 0 : -1;
+}
+
+/* The kernel is gone (dead, or killed by us): what it ran fails with why; the waiting executes
+ * start a new kernel, unless it never got ready (then it cannot start: all of them fail). */
+static void kernel_lost(struct ictx *ctx, const char *why, bool may_free)
+{
+    kernel_pidfd_close(ctx);
+    bool was_ready = ctx->ready;
+    ctx->ready = false;
+    ctx->line_len = 0;
+    struct icall *run = ctx->queue && ctx->queue->sent ? ctx->queue : NULL;
+    if (run) {
+        exec_error(run, "KernelError", why);
+        icall_finish(run);
+    }
+    if (!was_ready) {
+        fail_calls(ctx, "KernelError", why);
+        /* a context made by a create that failed is not one: it goes (only from the command's
+         * end, where nothing walks it after us) */
+        if (may_free && !ctx->is_default && !ctx->ever_ready)
+            context_free(ctx);
+        return;
+    }
+    ctx->execution_count = 0;
+    queue_kick(ctx);
+}
+
+static void kernel_kill(struct ictx *ctx)
+{
+    struct scmd *k = ctx->kernel;
+    kernel_pidfd_close(ctx);
+    if (!k)
+        return;
+    ctx->kernel = NULL;
+    for (struct icall *c = ctx->queue; c; c = c->next)
+        if (c->held) {
+            c->held = false;
+            scmd_hold(k, false);
+        }
+    scmd_detach(k, ctx);
+    err_t err;
+    scmd_signal(k, SIGKILL, &err); /* its whole tree; the command ends on its own */
+}
+
+/* The next execute is sent when the kernel is ready and none runs; a kernel is started when
+ * one waits and none runs. */
+static void queue_kick(struct ictx *ctx)
+{
+    while (ctx->queue && !ctx->queue->sent && !ctx->queue->x) { /* gone before it ran */
+        icall_finish(ctx->queue);
+    }
+    struct icall *c = ctx->queue;
+    if (!c || c->sent)
+        return;
+    err_t err;
+    if (!ctx->kernel) {
+        if (kernel_start(ctx, &err) < 0)
+            fail_calls(ctx, "KernelError", err.msg);
+        return;
+    }
+    if (!ctx->ready)
+        return;
+    random_hex(c->exec_id, 16);
+    size_t n;
+    char *s = interp_execute_request(&c->exec, c->exec_id, &n);
+    if (!s) {
+        exec_error(c, "KernelError", "out of memory");
+        icall_finish(c);
+        queue_kick(ctx);
+        return;
+    }
+    int rc = scmd_input(ctx->kernel, false, (const uint8_t *)s, n, &err);
+    free(s);
+    if (rc < 0) {
+        exec_error(c, "KernelError", err.msg);
+        icall_finish(c);
+        queue_kick(ctx);
+        return;
+    }
+    c->sent = true;
+    ctx->execution_count++;
+    exec_write(c, json_pack("{s:s,s:i}", "type", "number_of_executions", "execution_count",
+                            (json_int_t)ctx->execution_count));
+}
+
+/* ---------- the routes ---------- */
+
+static struct icall *icall_new(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                               enum icall_op op)
+{
+    struct icall *c = calloc(1, sizeof *c);
+    if (!c) {
+        http_respond_error(x, 500, "out of memory");
+        return NULL;
+    }
+    c->d = d;
+    c->x = x;
+    c->op = op;
+    snprintf(c->sandbox_id, sizeof c->sandbox_id, "%s", sb->id);
+    http_exchange_set_callbacks(x, &icall_callbacks, c);
+    return c;
+}
+
+static void exec_accept(struct icall *c, struct ictx *ctx)
+{
+    c->ctx = ctx;
+    static const struct http_header h[] = {{"Content-Type", "application/x-ndjson"}};
+    http_respond_start(c->x, 200, h, 1, -1);
+    c->responded = true;
+    c->last_write_ms = uv_now(c->d->loop);
+    if (uv_timer_init(c->d->loop, &c->timer) == 0) {
+        c->timer.data = c;
+        c->timer_open = true;
+        uv_timer_start(&c->timer, exec_timer, KEEPALIVE_MS, 0);
+    }
+    struct icall **tail = &ctx->queue;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = c;
+    c->queued = true;
+    queue_kick(ctx);
+}
+
+static void do_execute(struct icall *c, struct sbx *sb)
+{
+    err_t err;
+    if (interp_execute_parse(c->body, c->len, &c->exec, &err) < 0) {
+        http_respond_error(c->x, 400, "%s", err.msg);
+        return;
+    }
+    struct ictx *ctx;
+    if (c->exec.context_id) {
+        ctx = context_find(sb, c->exec.context_id);
+        if (!ctx) {
+            respond_not_found(c->x, c->exec.context_id);
+            return;
+        }
+    } else {
+        const struct language *l =
+            c->exec.language ? language_find(c->exec.language) : &languages[0];
+        if (!l) {
+            http_respond_error(c->x, 400, "language '%.64s' is not supported", c->exec.language);
+            return;
+        }
+        ctx = default_context(sb, l);
+        if (!ctx) {
+            http_respond_error(c->x, 429, "this sandbox has %d contexts already", CONTEXTS_MAX);
+            return;
+        }
+    }
+    exec_accept(c, ctx);
+}
+
+static void do_create(struct icall *c, struct sbx *sb)
+{
+    struct interp_context_request r;
+    err_t err;
+    if (interp_context_parse(c->body, c->len, &r, &err) < 0) {
+        http_respond_error(c->x, 400, "%s", err.msg);
+        return;
+    }
+    const struct language *l = r.language ? language_find(r.language) : &languages[0];
+    if (!l) {
+        http_respond_error(c->x, 400,
+                           "language '%.64s' is not supported: python, javascript (js), "
+                           "typescript (ts), bash, r or java",
+                           r.language);
+        interp_context_free(&r);
+        return;
+    }
+    if (!language_available(sb->d, l)) {
+        http_respond_error(c->x, 400,
+                           "language '%s' is not available: this daemon has no %s kernel", l->name,
+                           l->name);
+        interp_context_free(&r);
+        return;
+    }
+    struct ictx *ctx = context_new(sb, l, r.cwd, false);
+    interp_context_free(&r);
+    if (!ctx) {
+        http_respond_error(c->x, 429, "this sandbox has %d contexts already", CONTEXTS_MAX);
+        return;
+    }
+    if (kernel_start(ctx, &err) < 0) {
+        http_respond_error(c->x, 500, "context %s: %s", ctx->id, err.msg);
+        context_free(ctx);
+        return;
+    }
+    c->ctx = ctx;
+    c->next = ctx->waiters;
+    ctx->waiters = c;
+}
+
+/* The context's kernel killed, its calls ended, and then (restart) a new kernel or (delete)
+ * the context gone. */
+static void context_stop(struct ictx *ctx, const char *why)
+{
+    kernel_kill(ctx);
+    fail_calls(ctx, "ContextRestarted", why);
+    ctx->ready = false;
+    ctx->execution_count = 0;
+}
+
+static void do_restart(struct icall *c, struct sbx *sb)
+{
+    struct ictx *ctx = context_find(sb, c->ctx_id);
+    if (!ctx) {
+        respond_not_found(c->x, c->ctx_id);
+        return;
+    }
+    context_stop(ctx, "the context was restarted");
+    err_t err;
+    if (kernel_start(ctx, &err) < 0) {
+        http_respond_error(c->x, 500, "context %s: %s", ctx->id, err.msg);
+        return;
+    }
+    c->ctx = ctx;
+    c->next = ctx->waiters;
+    ctx->waiters = c;
+}
+
+static int on_body_data(struct http_exchange *x, const char *data, size_t len, void *user)
+{
+    (void)x;
+    struct icall *c = user;
+    return http_body_append(&c->body, &c->len, data, len);
+}
+
+static void on_body_complete(struct http_exchange *x, void *user)
+{
+    struct icall *c = user;
+    struct sbx *sb = sbx_find(c->d, c->sandbox_id);
+    if (!sb || sb->gone || sb->killing || sb->state != SANDBOX_RUNNING) {
+        http_respond_error(x, 502, "sandbox %s is not running", c->sandbox_id);
+        return;
+    }
+    if (c->op == ICALL_EXECUTE)
+        do_execute(c, sb);
+    else if (c->op == ICALL_CREATE)
+        do_create(c, sb);
+    else
+        do_restart(c, sb);
+}
+
+static const struct http_body_callbacks body_callbacks = {on_body_data, on_body_complete};
+
+static void do_list(struct http_exchange *x, struct sbx *sb)
+{
+    struct interp_state *st = state_of(sb, true);
+    json_t *a = json_array();
+    for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
+        json_array_append_new(
+            a, json_pack("{s:s,s:s,s:s}", "id", c->id, "language", c->lang->name, "cwd", c->cwd));
+    char *s = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    respond_json_text(x, 200, s);
+    free(s);
+}
+
+static void do_delete(struct http_exchange *x, struct sbx *sb, const char *id)
+{
+    struct ictx *ctx = context_find(sb, id);
+    if (!ctx) {
+        respond_not_found(x, id);
+        return;
+    }
+    context_stop(ctx, "the context was removed");
+    context_free(ctx);
+    http_respond(x, 204, NULL, 0, NULL, 0);
+}
+
+/* "/contexts/ID" or "/contexts/ID/restart": the id into out (a context id's characters only). */
+static bool context_path(const char *path, char out[40], const char **rest)
+{
+    static const char prefix[] = "/contexts/";
+    if (strncmp(path, prefix, sizeof prefix - 1) != 0)
+        return false;
+    path += sizeof prefix - 1;
+    size_t n = strcspn(path, "/");
+    if (n == 0 || n >= 40)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((path[i] >= '0' && path[i] <= '9') || (path[i] >= 'a' && path[i] <= 'z') ||
+              (path[i] >= 'A' && path[i] <= 'Z') || path[i] == '-' || path[i] == '_'))
+            return false;
+    memcpy(out, path, n);
+    out[n] = '\0';
+    *rest = path + n;
+    return true;
+}
+
+void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                  const struct http_request *req)
+{
+    const char *path = req->path;
+    const char *m = req->method;
+    char id[40];
+    const char *rest = NULL;
+    if (strcmp(path, "/health") == 0 && strcmp(m, "GET") == 0) {
+        static const struct http_header h[] = {{"Content-Type", "application/json"}};
+        http_respond(x, 200, h, 1, "\"OK\"", 4);
+        return;
+    }
+    if (!d->interp_path[0]) {
+        http_respond_error(x, 501,
+                           "this daemon has no code interpreter kernels (src/interp was not "
+                           "found; see HUTCH_INTERP)");
+        return;
+    }
+    struct icall *c = NULL;
+    uint64_t max = CONTEXT_BODY_MAX;
+    if (strcmp(path, "/execute") == 0 && strcmp(m, "POST") == 0) {
+        c = icall_new(d, sb, x, ICALL_EXECUTE);
+        max = EXECUTE_BODY_MAX;
+    } else if (strcmp(path, "/contexts") == 0 && strcmp(m, "POST") == 0) {
+        c = icall_new(d, sb, x, ICALL_CREATE);
+    } else if (strcmp(path, "/contexts") == 0 && strcmp(m, "GET") == 0) {
+        do_list(x, sb);
+        return;
+    } else if (context_path(path, id, &rest) && rest[0] == '\0' && strcmp(m, "DELETE") == 0) {
+        do_delete(x, sb, id);
+        return;
+    } else if (context_path(path, id, &rest) && strcmp(rest, "/restart") == 0 &&
+               strcmp(m, "POST") == 0) {
+        c = icall_new(d, sb, x, ICALL_RESTART);
+        if (c)
+            snprintf(c->ctx_id, sizeof c->ctx_id, "%s", id);
+    } else if (strncmp(path, "/contexts/", 10) == 0) {
+        respond_not_found(x, path + 10);
+        return;
+    } else {
+        http_respond_error(x, 404, "%s %s: no such route on the code interpreter's port", m, path);
+        return;
+    }
+    if (c)
+        http_exchange_on_body(x, max, &body_callbacks, c);
+}
+
+void interp_warm(struct sbx *sb)
+{
+    struct interp_state *st = state_of(sb, true);
+    if (st && !st->zygote) {
+        st->preload = true;
+        zygote_start(sb);
+    }
+    for (struct ictx *ctx = st ? st->contexts : NULL; ctx; ctx = ctx->next) {
+        err_t err;
+        if (ctx->is_default && !ctx->kernel && language_available(sb->d, ctx->lang) &&
+            kernel_start(ctx, &err) < 0)
+            fprintf(stderr, "hutch serve: sandbox %s: context %s: %s\n", sb->id, ctx->lang->name,
+                    err.msg);
+    }
+}
+
+void interp_release_all(struct sbx *sb, const char *why)
+{
+    struct interp_state *st = sb->interp;
+    if (!st)
+        return;
+    while (st->contexts) {
+        struct ictx *ctx = st->contexts;
+        if (ctx->kernel) {
+            scmd_detach(ctx->kernel, ctx);
+            ctx->kernel = NULL;
+        }
+        fail_calls(ctx, "SandboxError", why);
+        context_free(ctx);
+    }
+    if (st->zygote)
+        scmd_detach(st->zygote, sb);
+    free(st);
+    sb->interp = NULL;
+}

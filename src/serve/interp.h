@@ -1,0 +1,38 @@
+/* The code interpreter as `@e2b/code-interpreter` reaches it: a sandbox's port 49999 (routed
+ * by E2b-Sandbox-Port, or a Host "49999-ID.DOMAIN"), served by the daemon itself. Each code
+ * context is one kernel process inside the sandbox, a command started through init, spoken to
+ * over its own pipes by the protocol of src/interp/PROTOCOL.md:
+ *
+ *   POST /execute                  {"code", "context_id"?, "language"?, "env_vars"?}: NDJSON
+ *                                  lines as the kernel produces them (number_of_executions,
+ *                                  stdout, stderr, result, error, keepalive, end_of_execution)
+ *   POST /contexts                 {"language"?, "cwd"?}: a new context, answered once its
+ *                                  kernel is ready
+ *   GET /contexts                  every context: [{"id", "language", "cwd"}]
+ *   DELETE /contexts/ID            the context and its kernel (its whole tree) gone
+ *   POST /contexts/ID/restart      a new kernel, state cleared
+ *   GET /health                    "OK"
+ *
+ * One execution at a time per context, the others wait in order; a client that goes away
+ * interrupts its execution (SIGINT to the kernel; a kernel that does not end it within a grace
+ * period is killed and started again). Every line from a kernel is parsed as hostile input. */
+#pragma once
+#include <stdbool.h>
+
+#include "http/http.h"
+#include "serve/sandbox.h"
+
+/* Where every sandbox sees the kernels (serve.c binds src/interp there, read-only). */
+#define INTERP_SANDBOX_DIR "/usr/local/lib/hutch/interp"
+/* ... and the stub that takes a kernel forked from a zygote (src/kstub/main.c). */
+#define INTERP_SANDBOX_STUB "/usr/local/lib/hutch/kernel-stub"
+/* The port the SDK names for the code interpreter. */
+#define INTERP_PORT "49999"
+
+void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
+                  const struct http_request *req);
+/* The default contexts' kernels (python, javascript) started now, so that a template made for
+ * code (code-interpreter-v1) answers its first runCode without their start-up. */
+void interp_warm(struct sbx *sb);
+/* The sandbox is gone: its contexts' calls get an error and their end, all is freed. */
+void interp_release_all(struct sbx *sb, const char *why);
