@@ -23,6 +23,8 @@ packages=(
     # writable roots (hutch run --writable-root): mke2fs makes each disk layer; the tests
     # install a .deb (dpkg-deb, from dpkg), a wheel (Debian's pip) and an npm tarball inside
     e2fsprogs python3-pip
+    r-base-core      # the code interpreter's R contexts (src/interp/r_kernel.py)
+    openjdk-17-jdk-headless # its Java contexts: jshell's API (src/interp/java_kernel.py)
 )
 # npm: Debian's nodejs lacks it (package npm); NodeSource's nodejs bundles it, and conflicts with
 # Debian's npm.

@@ -26,6 +26,10 @@ static const char *const host_etc[] = {
     "matplotlibrc", "fonts", "ssl", "ca-certificates", "debian_version",
     "os-release", "protocols", "services", "gai.conf", "host.conf", "locale.alias", "magic",
     "magic.mime", "nanorc", "vim", "X11", "xdg", "perl", "login.defs", "adduser.conf", "skel",
+    /* R's and the JDK's configuration, which their /usr trees link to (/usr/lib/R/etc/ldpaths,
+     * /usr/lib/jvm/java-17-openjdk-amd64/conf/security/java.security): the code interpreter's
+     * R and Java contexts (src/interp) cannot start without them */
+    "R", "java-17-openjdk",
 };
 
 static const char passwd[] = "root:x:0:0:root:/root:/bin/bash\n"

@@ -7,7 +7,7 @@
 #include <limits.h>
 #include "util/err.h"
 
-#define TEMPLATE_BASE_VERSION 4
+#define TEMPLATE_BASE_VERSION 5
 
 struct template_paths {
     char rootfs[PATH_MAX]; /* the lower layer */
