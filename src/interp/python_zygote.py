@@ -156,6 +156,7 @@ def main():
     finally:
         os.umask(old_mask)
     listener.listen(64)
+    os.write(1, b'{"type":"ready","language":"python"}\n')  # the daemon's sign to use it
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)

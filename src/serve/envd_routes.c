@@ -142,7 +142,7 @@ static struct sbx *reachable(struct serve *d, struct http_exchange *x,
         return NULL;
     }
     struct sbx *sb = sbx_find(d, id);
-    if (!sb || (sb->killing && !sb->cold_stopping) || sb->gone) {
+    if (!sb || sb->pooled || (sb->killing && !sb->cold_stopping) || sb->gone) {
         respond_unreachable(x, id,
                             "The sandbox was not found: it was killed, reached its "
                             "timeout or never existed");

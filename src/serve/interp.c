@@ -93,6 +93,7 @@ struct interp_state {
     unsigned n_contexts;
     /* the python zygote: a command of its own, started with the first context */
     struct scmd *zygote;
+    bool zygote_ready; /* it said so: it listens */
     unsigned zygote_starts;
     bool preload; /* the data stack imported in it (code-interpreter-v1) */
 };
@@ -663,17 +664,24 @@ static void on_zygote_started(struct scmd *c, void *user)
     (void)user;
 }
 
+/* Read to keep its pipes flowing; its one line, that it listens, is all it says. */
 static void on_zygote_output(struct scmd *c, const char *stream, const uint8_t *data, size_t len,
                              void *user)
 {
-    (void)c, (void)stream, (void)data, (void)len, (void)user; /* read to keep its pipes flowing */
+    struct sbx *sb = user;
+    static const char ready[] = "{\"type\":\"ready\"";
+    if (sb->interp && sb->interp->zygote == c && strcmp(stream, "stdout") == 0 &&
+        len >= sizeof ready - 1 && memcmp(data, ready, sizeof ready - 1) == 0)
+        sb->interp->zygote_ready = true;
 }
 
 static void on_zygote_end(struct scmd *c, void *user)
 {
     struct sbx *sb = user;
-    if (sb->interp && sb->interp->zygote == c)
+    if (sb->interp && sb->interp->zygote == c) {
         sb->interp->zygote = NULL;
+        sb->interp->zygote_ready = false;
+    }
 }
 
 static const struct scmd_listener zygote_listener = {on_zygote_started, on_zygote_output,
@@ -1178,18 +1186,18 @@ void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
 
 void interp_warm(struct sbx *sb)
 {
+    /* the zygote only: the default contexts' kernels are forked from it at their first use (one
+     * started now would start cold, beside the zygote's imports, for nothing) */
     struct interp_state *st = state_of(sb, true);
     if (st && !st->zygote) {
         st->preload = true;
         zygote_start(sb);
     }
-    for (struct ictx *ctx = st ? st->contexts : NULL; ctx; ctx = ctx->next) {
-        err_t err;
-        if (ctx->is_default && !ctx->kernel && language_available(sb->d, ctx->lang) &&
-            kernel_start(ctx, &err) < 0)
-            fprintf(stderr, "hutch serve: sandbox %s: context %s: %s\n", sb->id, ctx->lang->name,
-                    err.msg);
-    }
+}
+
+bool interp_zygote_ready(struct sbx *sb)
+{
+    return sb->interp && sb->interp->zygote && sb->interp->zygote_ready;
 }
 
 void interp_release_all(struct sbx *sb, const char *why)

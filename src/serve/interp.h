@@ -31,8 +31,10 @@
 
 void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
                   const struct http_request *req);
-/* The default contexts' kernels (python, javascript) started now, so that a template made for
- * code (code-interpreter-v1) answers its first runCode without their start-up. */
+/* The sandbox's python zygote started now, the data stack (numpy, pandas, matplotlib) imported
+ * in it, so that a template made for code (code-interpreter-v1) forks its kernels warm. */
 void interp_warm(struct sbx *sb);
+/* Whether its python zygote listens (a kernel started now is a fork of it). */
+bool interp_zygote_ready(struct sbx *sb);
 /* The sandbox is gone: its contexts' calls get an error and their end, all is freed. */
 void interp_release_all(struct sbx *sb, const char *why);

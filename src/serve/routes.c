@@ -16,14 +16,12 @@
 #include "http/http.h"
 #include "serve/interp.h"
 #include "serve/metrics.h"
+#include "serve/pool.h"
 #include "serve/sandbox.h"
 #include "util/strfmt.h"
 
 #define ROUTE_MAX_BODY   (2u << 20) /* a control-plane body: metadata and env vars fit */
 #define ROUTE_MAX_SEGS   6
-#define SBX_CPU_COUNT    2
-#define SBX_MEMORY_MB    512
-#define SBX_DISK_MB      1024
 #define ROUTE_LIST_ITEMS API_LIST_LIMIT_MAX
 
 static const char *const templates[] = {"base", "code-interpreter-v1"};
@@ -109,7 +107,7 @@ static void respond_sandbox(struct call *c, int status, const char *id, enum api
 static struct sbx *live_or_404(struct call *c, const char *id)
 {
     struct sbx *sb = sbx_find(c->d, id);
-    if (!sb || (sb->killing && !sb->cold_stopping)) {
+    if (!sb || sb->pooled || (sb->killing && !sb->cold_stopping)) {
         if (c->x)
             http_respond_error(c->x, 404, "sandbox %s not found", id);
         return NULL;
@@ -180,6 +178,7 @@ static void handle_create(struct call *c)
     r->disk_mb = ns.disk_mb ? ns.disk_mb : SBX_DISK_MB;
     r->auto_pause = ns.auto_pause;
     r->auto_resume = ns.auto_resume;
+    bool ns_sized = ns.cpu_count || ns.memory_mb || ns.disk_mb;
     r->metadata_json = ns.metadata_json;
     r->env_json = ns.env_json;
     ns.metadata_json = ns.env_json = NULL; /* the row owns them now */
@@ -187,6 +186,14 @@ static void handle_create(struct call *c)
     if (auth_token_new("", r->envd_token, sizeof r->envd_token) < 0) {
         http_respond_error(c->x, 500, "no random token");
         return;
+    }
+    if (strcmp(r->alias, POOL_TEMPLATE) == 0) {
+        pool_wanted(c->d);
+        /* one made ahead, unless other sizes were asked for */
+        if (!ns_sized && pool_take(c->d, r, &err)) {
+            respond_sandbox(c, 201, r->id, API_SANDBOX_CREATED);
+            return;
+        }
     }
     c->waiting = true;
     if (sbx_create(c->d, r, created, c, &err) < 0) {
@@ -215,7 +222,8 @@ struct list_out {
 static void list_row(const struct store_sandbox *row, void *ctx)
 {
     struct list_out *l = ctx;
-    if (l->failed || l->n > l->q->limit || !api_metadata_matches(row->metadata_json, l->q))
+    if (l->failed || l->n > l->q->limit || !api_metadata_matches(row->metadata_json, l->q) ||
+        pool_marked(row->metadata_json)) /* the warm pool's are nobody's */
         return;
     err_t err;
     l->items[l->n] = api_sandbox_json(row, API_SANDBOX_LISTED, SERVE_ENVD_VERSION, &err);

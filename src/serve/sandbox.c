@@ -919,8 +919,13 @@ size_t sbx_reopen_all(struct serve *d)
 
 void sbx_detach_all(struct serve *d)
 {
-    while (d->sandboxes) {
+    for (;;) {
+        /* the warm pool's, being killed (pool_stop), go when that is done */
         struct sbx *sb = d->sandboxes;
+        while (sb && sb->pooled && sb->killing)
+            sb = sb->next;
+        if (!sb)
+            break;
         if (sb->done)
             finish_step(sb, -1, "the daemon is stopping");
         sbx_release(sb);

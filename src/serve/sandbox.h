@@ -35,6 +35,12 @@ struct layer_wait;
 struct swatch;
 struct interp_state;
 
+/* A sandbox's resources unless its create asks for others (hutch's cpuCount, memoryMB,
+ * diskSizeMB). */
+#define SBX_CPU_COUNT 2
+#define SBX_MEMORY_MB 512
+#define SBX_DISK_MB   1024
+
 typedef void (*sbx_done_fn)(struct sbx *sb, int rc, const char *message, void *user);
 
 struct sbx {
@@ -61,6 +67,7 @@ struct sbx {
     unsigned open_handles;
     bool ctl_polling, pidfd_polling, killing, gone;
     bool adopt_on_resume;   /* reopened paused: its commands are attached once it runs */
+    bool pooled;            /* in the warm pool (pool.c): nobody's yet, hidden from every call */
     bool cold;              /* paused without memory: no jail, its disk layer on disk */
     bool cold_stopping;     /* its processes are being killed for a cold pause (the kill's steps) */
     bool booting;           /* cold-paused, being started again (the create's steps) */

@@ -16,6 +16,7 @@
 #include "cli/paths.h"
 #include "http/http.h"
 #include "serve/interp.h"
+#include "serve/pool.h"
 #include "serve/routes.h"
 #include "serve/sandbox.h"
 #include "util/fileio.h"
@@ -168,6 +169,7 @@ static void on_stop_signal(uv_signal_t *s, int signum)
     d->stopping = true;
     fprintf(stderr, "hutch serve: signal %d: stopping (sandboxes keep running)\n", signum);
     http_server_close(d->http);
+    pool_stop(d);
     sbx_detach_all(d);
     uv_signal_stop(&d->sig_term);
     uv_signal_stop(&d->sig_int);
@@ -353,6 +355,7 @@ int serve_main(int argc, char **argv)
     uv_signal_start(&d.sig_term, on_stop_signal, SIGTERM);
     uv_signal_start(&d.sig_int, on_stop_signal, SIGINT);
     size_t live = sbx_reopen_all(&d);
+    pool_after_restart(&d);
     fprintf(stderr, "hutch serve: listening on http://%s%s%s:%u and %s; %zu sandboxes reopened\n",
             strchr(o.host, ':') ? "[" : "", o.host, strchr(o.host, ':') ? "]" : "", port,
             o.socket_path ? o.socket_path : sock, live);

@@ -48,6 +48,7 @@ struct serve {
     size_t n_sandboxes;
     uv_signal_t sig_term, sig_int;
     bool stopping;
+    bool pool_wanted; /* a create of the pool's template came: the warm pool is kept (pool.c) */
 };
 
 /* `hutch serve [--listen ADDR:PORT] [--state DIR] [--socket PATH]`: runs until SIGTERM or
