@@ -33,13 +33,15 @@ import queue  # noqa: E402
 import re  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
+import traceback  # noqa: E402
 
 # Private references to what the kernel calls while user code runs: a cell may replace the module
 # attributes (`os.write = None`) but not these names.
 from os import read as _read, write as _write, dup2 as _dup2, environ as _environ  # noqa: E402
 from select import select as _select  # noqa: E402
 from time import monotonic as _monotonic  # noqa: E402
-from signal import signal as _set_signal, pthread_sigmask as _sigmask  # noqa: E402
+# _signal is signal.py's C core: the wrappers in signal.py go through enum, which needs builtins
+from _signal import signal as _set_signal, pthread_sigmask as _sigmask  # noqa: E402
 
 # IPython's completer imports jedi (70 ms of a 400 ms start) only to offer completions, which
 # this kernel never asks for; hiding it during the import keeps start-up quicker, and user code
@@ -81,6 +83,7 @@ MIME_KEYS = {
     "e2b/chart": "chart",
 }
 OBJECT_KEYS = ("json", "data", "chart")
+BINARY_MIMES = ("image/png", "image/jpeg", "application/pdf")
 
 
 def _high_fd(fd):
@@ -101,6 +104,10 @@ def _block_sigint():
 # iterencode(..., _one_shot=True) goes straight to the C encoder: unlike json.dumps() it looks up
 # no builtins, so it keeps working while a cell has broken them.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+# raw_decode(), unlike json.loads(), goes straight to the C scanner too.
+_DECODER = json.JSONDecoder()
 
 
 def _dump(obj):
@@ -385,7 +392,7 @@ def _dataframe_data(df):
 
 def _figure_png(fig):
     from IPython.core.pylabtools import print_figure
-    return print_figure(fig, "png", bbox_inches="tight", base64=True)
+    return print_figure(fig, "png", bbox_inches="tight")
 
 
 def _dict_json(obj):
@@ -764,12 +771,12 @@ class MalformedRequest(Exception):
 
 
 class Kernel:
-    def __init__(self):
+    def __init__(self, diag_fd):
         """All that makes this process a kernel: fds, threads, the shell. (A zygote that forks
-        kernels would run this in each child.)"""
+        kernels would run this in each child.) diag_fd: where the kernel's own failures go."""
+        self.diag_fd = diag_fd
         self.request_fd = _high_fd(0)
         self.message_fd = _high_fd(1)
-        self.diag_fd = _high_fd(2)
         faulthandler.enable(os.fdopen(self.diag_fd, "w", closefd=False))
         null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
         self.null_fd = _high_fd(null)
@@ -848,10 +855,7 @@ class Kernel:
                        "out: %s\n" % ", ".join(dropped)})
 
     def die(self, why):
-        try:
-            _write(self.diag_fd, ("python kernel: %s\n" % why).encode(errors="replace"))
-        finally:
-            os._exit(1)
+        _die(self.diag_fd, why)
 
     def publish(self, data, is_main):
         """A result from IPython's display machinery: data is a MIME bundle."""
@@ -860,6 +864,8 @@ class Kernel:
         for mime, value in data.items():
             if isinstance(value, (bytes, bytearray, memoryview)):
                 value = base64.b64encode(value).decode("ascii")
+            elif mime in BINARY_MIMES and isinstance(value, str):
+                value = value.strip()   # bare base64, as E2B's SDK wants it
             key = MIME_KEYS.get(mime)
             if key is None:
                 extra[mime] = value
@@ -974,9 +980,12 @@ class Kernel:
     @staticmethod
     def _parse(line):
         try:
-            request = json.loads(line)
-        except ValueError as e:
+            text = line.decode("utf-8")
+            request, end = _DECODER.raw_decode(text)
+        except ValueError as e:   # UnicodeDecodeError and JSONDecodeError are ValueErrors
             raise MalformedRequest("not JSON (%s)" % e)
+        if text[end:].strip():
+            raise MalformedRequest("more than one JSON value")
         if not isinstance(request, dict) or request.get("type") != "execute":
             raise MalformedRequest("not an execute request")
         if not isinstance(request.get("id"), str) or not isinstance(request.get("code"), str):
@@ -996,16 +1005,21 @@ class Kernel:
             self.running = True
             self.shell.run_cell(request["code"], store_history=True)
             self.running = False
-        except BaseException:
+        except BaseException as e:
             # KeyboardInterrupt that came before IPython's own handler or after it, or IPython
-            # failing on something a cell broke
+            # failing on something a cell broke (then its traceback printer may fail too)
             self.running = False
-            self.shell.showtraceback()
+            try:
+                self.shell.showtraceback()
+            except BaseException:
+                self.report_error(type(e), e, ["%s: %s\n" % (type(e).__name__, e)])
         self._restore_env(saved_env)
         self.restore_process_state()
         self._flush_c_stdio()
         self.sync_output(end=True)
         self.send({"type": "end_of_execution", "id": request["id"]})
+
+    # os.environ is Python code that needs builtins: a failure here is reported, never fatal.
 
     def _set_env(self, env_vars):
         saved = {}
@@ -1013,22 +1027,44 @@ class Kernel:
             try:
                 saved[name] = _environ.get(name)
                 _environ[name] = value
-            except (ValueError, TypeError, OSError) as e:
+            except Exception as e:
                 saved.pop(name, None)
-                self.send({"type": "stderr", "text": "hutch: env var %r not set: %s\n" % (name, e)})
+                self.send({"type": "stderr", "text": "hutch: env var %r not set: %r\n" % (name, e)})
         return saved
 
-    @staticmethod
-    def _restore_env(saved):
+    def _restore_env(self, saved):
         for name, value in saved.items():
-            if value is None:
-                _environ.pop(name, None)
-            else:
-                _environ[name] = value
+            try:
+                if value is None:
+                    _environ.pop(name, None)
+                else:
+                    _environ[name] = value
+            except Exception as e:
+                self.send({"type": "stderr", "text": "hutch: env var %r not restored: %r\n"
+                           % (name, e)})
+
+
+def _die(diag_fd, why):
+    try:
+        _write(diag_fd, ("python kernel: %s\n" % why).encode(errors="replace"))
+    finally:
+        os._exit(1)
 
 
 def main():
-    Kernel().serve()
+    diag_fd = _high_fd(2)   # fd 2 is soon a pipe of the kernel's own: keep the daemon's
+    try:
+        Kernel(diag_fd).serve()
+    except BaseException:
+        error = sys.exc_info()[1]
+        try:
+            why = traceback.format_exc()
+        except BaseException:   # the traceback module needs the builtins a cell may have broken
+            why, tb = repr(error), error.__traceback__
+            while tb is not None:
+                why += "\n  %s:%d" % (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+                tb = tb.tb_next
+        _die(diag_fd, why)
 
 
 if __name__ == "__main__":
