@@ -9,39 +9,32 @@ os.write, a `!cmd` child, C code) comes back as stdout / stderr messages as it i
 Module level only imports (stdlib and IPython). Everything that makes the process a kernel is in
 Kernel(): a zygote could import this module once and fork, each child then calling main().
 """
+import _thread   # raw locks and threads: C code only, usable whatever a cell did
+import base64
 import builtins
-
-# The kernel's own functions resolve builtins from this private copy (CPython takes a function's
-# builtins from its module's __builtins__ when the function is created), so a cell that deletes
-# or replaces builtins (`del builtins.len`) cannot break the kernel's own code.
-__builtins__ = dict(vars(builtins))
-
-import _thread  # noqa: E402  (raw locks: C code only, safe to use from anywhere)
-import base64  # noqa: E402
-import codecs  # noqa: E402
-import datetime  # noqa: E402
-import faulthandler  # noqa: E402
-import fcntl  # noqa: E402
-import importlib.util  # noqa: E402
-import io  # noqa: E402
-import itertools  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import numbers  # noqa: E402
-import os  # noqa: E402
-import queue  # noqa: E402
-import re  # noqa: E402
-import signal  # noqa: E402
-import sys  # noqa: E402
-import traceback  # noqa: E402
-
+import codecs
+import datetime
+import faulthandler
+import fcntl
+import importlib.util
+import io
+import itertools
+import json
+import math
+import numbers
+import os
+import queue
+import re
+import signal
+import sys
+import traceback
 # Private references to what the kernel calls while user code runs: a cell may replace the module
 # attributes (`os.write = None`) but not these names.
-from os import read as _read, write as _write, dup2 as _dup2, environ as _environ  # noqa: E402
-from select import select as _select  # noqa: E402
-from time import monotonic as _monotonic  # noqa: E402
+from os import read as _read, write as _write, dup2 as _dup2, environ as _environ
+from select import select as _select
+from time import monotonic as _monotonic
 # _signal is signal.py's C core: the wrappers in signal.py go through enum, which needs builtins
-from _signal import signal as _set_signal, pthread_sigmask as _sigmask  # noqa: E402
+from _signal import signal as _set_signal, pthread_sigmask as _sigmask
 
 # IPython's completer imports jedi (70 ms of a 400 ms start) only to offer completions, which
 # this kernel never asks for; hiding it during the import keeps start-up quicker, and user code
@@ -58,6 +51,12 @@ try:
 finally:
     if sys.modules.get("jedi", 0) is None:
         del sys.modules["jedi"]
+
+# The kernel's own functions resolve builtins from this private copy (CPython takes a function's
+# builtins from its module's __builtins__ when the function is created, so this comes before
+# them), so a cell that deletes or replaces builtins (`del builtins.len`) cannot break the
+# kernel's own code.
+__builtins__ = dict(vars(builtins))
 
 LANGUAGE = "python"
 CHUNK = 64 << 10                  # most bytes of output in one stdout / stderr message
@@ -306,7 +305,8 @@ class _Stream:
 
     def _emit(self, data, final=False):
         for start in range(0, max(len(data), 1), CHUNK):
-            text = self.decoder.decode(data[start:start + CHUNK], final and start + CHUNK >= len(data))
+            last = start + CHUNK >= len(data)
+            text = self.decoder.decode(data[start:start + CHUNK], final and last)
             if text:
                 self.kernel.send({"type": self.name, "text": text})
 
@@ -396,8 +396,8 @@ def _figure_png(fig):
 
 
 def _dict_json(obj):
-    """E2B's server gives dicts (and lists) that are JSON data a `json` format; the protocol
-    carries objects only, so dicts."""
+    """E2B's server gives a dict or list value that is JSON data a `json` format; the protocol
+    carries objects only, so here only a dict gets one."""
     try:
         return _jsonable(obj, strict=True)
     except (TypeError, ValueError, RecursionError):
@@ -928,17 +928,22 @@ class Kernel:
         sys.stderr = sys.__stderr__ = self.stderr
         _set_signal(signal.SIGINT, self._on_sigint)
 
-    def _flush_c_stdio(self):
-        """C code's printf output sits in libc's buffer (a pipe is not a tty): flush it into
-        the pipe before the end of the execution."""
+    @staticmethod
+    def _flush_c_stdout():
+        """C code's printf output sits in libc's stdout buffer (a pipe is not a tty): flush it
+        into the pipe before the end of the execution. Only stdout: fflush(NULL) would lock every
+        FILE, and so wait for one that a C thread holds in a blocking read."""
         try:
             import ctypes
-            ctypes.CDLL(None).fflush(None)
+            libc = ctypes.CDLL(None)
+            libc.fflush(ctypes.c_void_p.in_dll(libc, "stdout"))
         except Exception:
             pass
 
-    def _show_open_figures(self):
-        if "matplotlib.pyplot" in sys.modules and sys.modules["matplotlib"].is_interactive():
+    @staticmethod
+    def _show_open_figures():
+        matplotlib = sys.modules.get("matplotlib")
+        if "matplotlib.pyplot" in sys.modules and matplotlib and matplotlib.is_interactive():
             show_figures()
 
     # -- executions --------------------------------------------------------------------------
@@ -1015,7 +1020,7 @@ class Kernel:
                 self.report_error(type(e), e, ["%s: %s\n" % (type(e).__name__, e)])
         self._restore_env(saved_env)
         self.restore_process_state()
-        self._flush_c_stdio()
+        self._flush_c_stdout()
         self.sync_output(end=True)
         self.send({"type": "end_of_execution", "id": request["id"]})
 

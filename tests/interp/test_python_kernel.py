@@ -169,6 +169,10 @@ m = k.execute("import os\nos.write(1, b'fd1\\n')\nos.write(2, b'fd2\\n')\n"
               "os.system('echo child; echo childerr >&2')\n!echo bang\nNone")
 t.is_(Kernel.stdout(m), "fd1\nchild\nbang\n", "fd 1 is captured: os.write, os.system, !cmd")
 t.is_(Kernel.stderr(m), "fd2\nchilderr\n", "fd 2 is captured too, apart from fd 1")
+m = k.execute("import ctypes, sys\nctypes.CDLL(None).printf(b'from C\\n')\n"
+              "sys.stdout.buffer.write(b'buffer\\n')\nNone")
+t.is_(Kernel.stdout(m), "buffer\nfrom C\n",
+      "sys.stdout.buffer at once; C printf too, when the cell ends flushes libc's buffer")
 m = k.execute("import time\nprint('a')\ntime.sleep(1.5)\nprint('b')")
 outs = [x for x in m if x["type"] == "stdout"]
 t.ok(len(outs) == 2 and outs[0]["text"] == "a\n" and outs[1]["_at"] - outs[0]["_at"] > 1.2,
@@ -414,6 +418,7 @@ t.is_((Kernel.stdout(m), Kernel.stderr(m)), ("restored\n", "e\n"), "...they are 
 m = k.execute("import os\nos.write = None\nprint('still')")
 t.is_(Kernel.stdout(m), "still\n", "os.write = None does not stop output")
 check_protocol(k.execute("raise KeyboardInterrupt"), "raise KeyboardInterrupt")
+t.is_(k.stderr_text(), "", "the kernel wrote no diagnostics of its own all along")
 rc = k.close()
 t.is_(rc, 0, "end of fd 0: the kernel exits 0")
 
