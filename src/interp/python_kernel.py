@@ -786,13 +786,11 @@ class Kernel:
         secret = os.urandom(16).hex().encode()
         self.streams = [_Stream(self, "stdout", 1, secret), _Stream(self, "stderr", 2, secret)]
         self.marker_numbers = itertools.count(1)   # next() is atomic: any thread may sync
-        self.running = False      # SIGINT interrupts only while a cell runs
-        self.error_sent = False   # at most one error per execution
-        self.stdin = open(0, "r", closefd=False, encoding="utf-8")
-        self.stdout = io.TextIOWrapper(_FdWriter(1), encoding="utf-8", errors="backslashreplace",
-                                       write_through=True)
-        self.stderr = io.TextIOWrapper(_FdWriter(2), encoding="utf-8", errors="backslashreplace",
-                                       write_through=True)
+        self.executing = False          # from a request until its end_of_execution
+        self.running = False            # while the cell's code runs: SIGINT interrupts it
+        self.interrupt_pending = False  # SIGINT came in an execution before its code ran
+        self.error_sent = False         # at most one error per execution
+        self.stdin = self.stdout = self.stderr = None
         self.restore_process_state()
         for stream in self.streams:
             stream.start()
@@ -923,6 +921,15 @@ class Kernel:
         _dup2(self.null_fd, 0)
         for stream in self.streams:
             stream.attach()
+        if self.stdin is None or self.stdin.closed:
+            self.stdin = open(0, "r", closefd=False, encoding="utf-8")
+        # write through: each write reaches the pipe at once, in order with os.write(1, ...)
+        if self.stdout is None or self.stdout.closed:
+            self.stdout = io.TextIOWrapper(_FdWriter(1), encoding="utf-8",
+                                           errors="backslashreplace", write_through=True)
+        if self.stderr is None or self.stderr.closed:
+            self.stderr = io.TextIOWrapper(_FdWriter(2), encoding="utf-8",
+                                           errors="backslashreplace", write_through=True)
         sys.stdin = sys.__stdin__ = self.stdin
         sys.stdout = sys.__stdout__ = self.stdout
         sys.stderr = sys.__stderr__ = self.stderr
@@ -949,8 +956,11 @@ class Kernel:
     # -- executions --------------------------------------------------------------------------
 
     def _on_sigint(self, signum, frame):
+        """Never raises in the kernel's own code: only in the cell's, or just before it (then
+        the cell does not run)."""
         if self.running:
             raise KeyboardInterrupt
+        self.interrupt_pending = self.executing
 
     def serve(self):
         self.send({"type": "ready", "language": LANGUAGE})
@@ -1002,12 +1012,16 @@ class Kernel:
         return request
 
     def execute(self, request):
+        self.executing = True
+        self.interrupt_pending = False
         self.error_sent = False
         saved_env = self._set_env(request["env_vars"])
         for stream in self.streams:
             stream.gate.release()
         try:
             self.running = True
+            if self.interrupt_pending:
+                raise KeyboardInterrupt
             self.shell.run_cell(request["code"], store_history=True)
             self.running = False
         except BaseException as e:
@@ -1023,6 +1037,7 @@ class Kernel:
         self._flush_c_stdout()
         self.sync_output(end=True)
         self.send({"type": "end_of_execution", "id": request["id"]})
+        self.executing = False
 
     # os.environ is Python code that needs builtins: a failure here is reported, never fatal.
 
