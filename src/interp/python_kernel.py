@@ -1026,10 +1026,11 @@ class Kernel:
             self.running = False
         except BaseException as e:
             # KeyboardInterrupt that came before IPython's own handler or after it, or IPython
-            # failing on something a cell broke (then its traceback printer may fail too)
+            # failing on something a cell broke (then its traceback printer may fail too). The
+            # frames are the kernel's and IPython's, not the cell's: the exception alone.
             self.running = False
             try:
-                self.shell.showtraceback()
+                self.shell.showtraceback(exception_only=True)
             except BaseException:
                 self.report_error(type(e), e, ["%s: %s\n" % (type(e).__name__, e)])
         self._restore_env(saved_env)
