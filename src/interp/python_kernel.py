@@ -441,7 +441,10 @@ class _Loader:
         self._hook = hook
 
     def __getattr__(self, name):
-        return getattr(self._loader, name)
+        loader = self.__dict__.get("_loader")   # not self._loader: that could recurse here
+        if loader is None:
+            raise AttributeError(name)
+        return getattr(loader, name)
 
     def create_module(self, spec):
         return self._loader.create_module(spec) if self._loader else None
