@@ -65,6 +65,7 @@ COALESCE_QUIET = 0.005            # output read within 5 ms of the previous read
 COALESCE_MAX = 0.05               # ...for at most 50 ms, so print()'s two writes make one message
 HIGH_FD = 100                     # the kernel's own fds live at or above this
 BACKEND = "hutch_matplotlib_backend"
+_KERNEL_FILE = os.path.abspath(__file__)
 
 # IPython's MIME types and the names E2B gives them in a result (everything else goes to `extra`).
 MIME_KEYS = {
@@ -798,7 +799,7 @@ class Kernel:
         for stream in self.streams:
             stream.start()
         # The script's own directory would shadow the user's modules; a REPL has '' (the cwd).
-        here = os.path.dirname(os.path.abspath(__file__))
+        here = os.path.dirname(_KERNEL_FILE)
         if sys.path and os.path.abspath(sys.path[0] or ".") == here:
             sys.path[0] = ""
         sys.argv = [""]
@@ -892,10 +893,12 @@ class Kernel:
             value = str(evalue)
         except Exception:
             value = "<unprintable %s>" % getattr(etype, "__name__", "exception")
-        # E2B's server joins Jupyter's traceback lines with "" (IPython's lines carry their
-        # own newlines, except the header's)
+        # Frames of this file (the SIGINT handler raising KeyboardInterrupt, sys.stdout's write)
+        # are the kernel's, not the user's. E2B's server joins Jupyter's traceback lines with ""
+        # (IPython's lines carry their own newlines, except the header's).
+        own = "File %s:" % _KERNEL_FILE
         self.send({"type": "error", "name": getattr(etype, "__name__", str(etype)),
-                   "value": value, "traceback": "".join(stb)})
+                   "value": value, "traceback": "".join(s for s in stb if not s.startswith(own))})
 
     # -- output ------------------------------------------------------------------------------
 
@@ -919,8 +922,8 @@ class Kernel:
             lock.acquire()
 
     def restore_process_state(self):
-        """fds 0, 1, 2, sys.std*, the SIGINT handler: as the kernel set them, whatever the last
-        cell did to them (closed fd 1, set sys.stdout = None, changed the handler)."""
+        """fds 0, 1, 2, sys.std*, the SIGINT handler and mask: as the kernel set them, whatever
+        the last cell did to them (closed fd 1, set sys.stdout = None, changed the handler)."""
         _dup2(self.null_fd, 0)
         for stream in self.streams:
             stream.attach()
@@ -937,6 +940,7 @@ class Kernel:
         sys.stdout = sys.__stdout__ = self.stdout
         sys.stderr = sys.__stderr__ = self.stderr
         _set_signal(signal.SIGINT, self._on_sigint)
+        _sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     @staticmethod
     def _flush_c_stdout():

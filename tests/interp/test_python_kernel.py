@@ -380,7 +380,10 @@ sent = time.monotonic()
 m = k.until_end(rid, timeout=10)
 t.ok(time.monotonic() - sent < 1.0, "SIGINT ends time.sleep(30) within 1 s (%.2f s)"
      % (time.monotonic() - sent))
-t.is_((Kernel.error(m) or {}).get("name"), "KeyboardInterrupt", "...as a KeyboardInterrupt error")
+e = Kernel.error(m) or {}
+t.is_(e.get("name"), "KeyboardInterrupt", "...as a KeyboardInterrupt error")
+t.ok("time.sleep(30)" in e.get("traceback", "") and "python_kernel.py" not in e.get("traceback", ""),
+     "...whose traceback shows the cell, not the kernel's signal handler", e.get("traceback"))
 t.is_(text_of(k.execute("x")), "42", "...the state is kept and the next execution works")
 rid = k.start("!sleep 10")
 time.sleep(0.5)
@@ -394,10 +397,17 @@ for _ in range(3):
 time.sleep(0.2)
 t.ok(k.proc.poll() is None, "SIGINT while idle is ignored")
 t.is_(text_of(k.execute("x")), "42", "...and the kernel works on")
-k.execute("import signal\nsignal.signal(signal.SIGINT, signal.SIG_DFL)")
+k.execute("import signal\nsignal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+          "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})")
 k.interrupt()
 time.sleep(0.2)
 t.ok(k.proc.poll() is None, "a cell that resets the SIGINT handler cannot get the idle kernel killed")
+rid = k.start("time.sleep(10)")
+time.sleep(0.3)
+k.interrupt()
+sent = time.monotonic()
+k.until_end(rid, timeout=15)
+t.ok(time.monotonic() - sent < 1.0, "...nor, blocking SIGINT, the next cell uninterruptible")
 well_formed, interrupted = True, 0
 for i in range(30):
     rid = k.start("n = %d" % i)
@@ -450,6 +460,15 @@ try:
     t.ok(False, "os._exit ends the kernel")
 except KernelGone:
     t.is_(k.proc.wait(10), 3, "os._exit(3) ends the kernel with status 3 (the daemon restarts it)")
+k.close()
+
+k = start_kernel()
+rid = k.start("import os\nos.closerange(3, 1 << 16)")
+try:
+    k.until_end(rid, timeout=10)
+    t.ok(False, "closing the kernel's own fds ends it")
+except KernelGone:
+    t.ok(k.proc.wait(10) not in (0, None), "closing the kernel's own fds ends it, not 0 (no hang)")
 k.close()
 
 for bad in (b"not json\n", b'{"type":"execute","id":1,"code":"1"}\n', b'{"type":"other"}\n',
