@@ -795,7 +795,7 @@ class Kernel:
         self.interrupt_pending = False  # SIGINT came in an execution before its code ran
         self.error_sent = False         # at most one error per execution
         self.stdin = self.stdout = self.stderr = None
-        self.restore_process_state()
+        self.restore_process_state()   # fds 0, 1, 2 are now /dev/null and the pipes
         for stream in self.streams:
             stream.start()
         # The script's own directory would shadow the user's modules; a REPL has '' (the cwd).
@@ -806,7 +806,12 @@ class Kernel:
         sys.meta_path.insert(0, _ImportWatcher(
             {"matplotlib": _matplotlib_imported, "PIL.ImageShow": _imageshow_imported},
             {BACKEND: _fill_backend}))
+        # What IPython says while it starts (a HOME it cannot write to...) is for the daemon's
+        # log, not for the first execution's output.
+        sys.stdout = sys.stderr = io.TextIOWrapper(_FdWriter(diag_fd), encoding="utf-8",
+                                                   errors="backslashreplace", write_through=True)
         self.shell = self._make_shell()
+        self.restore_process_state()   # sys.stdout and sys.stderr write to the pipes again
 
     def _make_shell(self):
         config = Config()

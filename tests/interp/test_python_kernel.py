@@ -482,6 +482,13 @@ for bad in (b"not json\n", b'{"type":"execute","id":1,"code":"1"}\n', b'{"type":
          "a malformed request (%r): diagnostic on fd 2, exit %s" % (bad[:30], rc), err)
     k.close()
 
+k = Kernel(KERNEL, cwd=cwd, env=dict(env, HOME="/proc/hutch-test-no-home"))
+m = k.execute("1")
+time.sleep(0.1)
+t.ok(Kernel.stderr(m) == "" and "not a writable location" in k.stderr_text(),
+     "IPython's start-up warnings (an unwritable HOME) go to fd 2, not to the first execution")
+k.close()
+
 # Start-up cost, kernel and cell: python3 imports IPython only.
 k = start_kernel()
 m = k.execute("import sys\nsorted(m for m in ('matplotlib', 'pandas', 'numpy', 'PIL') if m in sys.modules)")
