@@ -622,23 +622,36 @@ def _line_chart(ax):
 
 
 def _scatter_chart(ax):
+    """A scatter keeps only the numbers matplotlib turned its points into: dates become ISO
+    strings again."""
+    import matplotlib.dates as mdates
     chart = _point_chart(ax, "scatter")
+    convert = [mdates.num2date if _is_date_axis(axis) else float for axis in (ax.xaxis, ax.yaxis)]
     for collection in ax.collections:
-        points = [[float(x), float(y)] for x, y in collection.get_offsets()]
+        points = [[_point(convert[0](x)), _point(convert[1](y))]
+                  for x, y in collection.get_offsets()]
         chart["elements"].append({"label": collection.get_label(), "points": points})
     return chart
 
 
-def _position_label(axis, position):
-    """The text of the tick at position on axis (a bar's or a box's category), or the position
-    written out when no tick sits there."""
-    for tick, label in zip(axis.get_majorticklocs(), axis.get_majorticklabels()):
-        if abs(tick - position) <= 1e-9 * max(1.0, abs(position)) and label.get_text():
-            return label.get_text()
+def _position_label(axis, low, high):
+    """The name of what stands between low and high on axis (a bar, a box): the label of the
+    tick nearest its middle when the ticks were placed for it (categories, boxplot's labels,
+    xticks(x, names)), else the middle itself, as a number or a date."""
+    from matplotlib.category import StrCategoryLocator
+    from matplotlib.ticker import FixedLocator
+    middle = (low + high) / 2
+    if isinstance(axis.get_major_locator(), (FixedLocator, StrCategoryLocator)):
+        slack = 1e-9 * max(1.0, abs(low), abs(high))
+        named = [(abs(tick - middle), label.get_text())
+                 for tick, label in zip(axis.get_majorticklocs(), axis.get_majorticklabels())
+                 if low - slack <= tick <= high + slack and label.get_text()]
+        if named:
+            return min(named)[1]
     if _is_date_axis(axis):
         import matplotlib.dates as mdates
-        return mdates.num2date(position).isoformat()
-    return "%g" % position
+        return mdates.num2date(middle).isoformat()
+    return "%g" % middle
 
 
 def _bar_chart(ax):
@@ -661,9 +674,9 @@ def _bar_chart(ax):
             values = [r.get_width() if lying else r.get_height() for r in container]
         for rect, value in zip(container, values):
             if lying:
-                label = _position_label(ax.yaxis, rect.get_y() + rect.get_height() / 2)
+                label = _position_label(ax.yaxis, rect.get_y(), rect.get_y() + rect.get_height())
             else:
-                label = _position_label(ax.xaxis, rect.get_x() + rect.get_width() / 2)
+                label = _position_label(ax.xaxis, rect.get_x(), rect.get_x() + rect.get_width())
             chart["elements"].append({"label": label, "group": group, "value": float(value)})
     if lying:
         _swap_axes(chart)
@@ -739,7 +752,7 @@ def _box_chart(ax):
     axis = ax.yaxis if lying else ax.xaxis
     for box in boxes:
         chart["elements"].append({
-            "label": _position_label(axis, (box["x0"] + box["x1"]) / 2),
+            "label": _position_label(axis, box["x0"], box["x1"]),
             "min": box.get("min", box["y0"]),
             "first_quartile": box["y0"],
             "median": box.get("median"),

@@ -277,6 +277,14 @@ t.is_([(b["label"], b["value"], b["group"]) for b in c.get("elements", [])],
 c = chart_of("plt.barh(['p', 'q'], [3, 7])\nplt.xlabel('count')\nplt.ylabel('name')\nplt.show()")
 t.is_(([(b["label"], b["value"]) for b in c.get("elements", [])], c.get("x_label")),
       ([("p", 3.0), ("q", 7.0)], "name"), "horizontal bars: categories and values, x names them")
+c = chart_of("xs = np.arange(2)\nplt.bar(xs - 0.2, [1, 2], 0.4, label='a')\n"
+             "plt.bar(xs + 0.2, [3, 4], 0.4, label='b')\nplt.xticks(xs, ['p', 'q'])\nplt.show()")
+t.is_([(b["label"], b["group"], b["value"]) for b in c.get("elements", [])],
+      [("p", "a", 1), ("q", "a", 2), ("p", "b", 3), ("q", "b", 4)],
+      "grouped bars: each bar named by its group's tick")
+c = chart_of("plt.bar([1, 2, 3], [4, 5, 6])\nplt.show()")
+t.is_([(b["label"], b["group"]) for b in c.get("elements", [])],
+      [("1", "Group 0"), ("2", "Group 0"), ("3", "Group 0")], "bars on a numeric axis: their x")
 c = chart_of("""
 fig, ax = plt.subplots(figsize=(8, 8))
 ax.pie([90, 10], labels=["No", "No, in blue"], autopct='%1.1f%%', startangle=90)
@@ -332,6 +340,9 @@ c = chart_of("import datetime\n"
 t.ok(c.get("x_scale") == "datetime" and c.get("y_scale") == "log" and
      c["elements"][0]["points"][0] == ["2023-09-01", 1.0] and isinstance(c["x_ticks"][0], str),
      "dates on x (ISO strings, scale datetime), log scale on y", c)
+c = chart_of("plt.scatter([datetime.date(2024, 1, 1)], [2])\nplt.show()")
+t.is_(c.get("elements", [{}])[0].get("points"), [["2024-01-01T00:00:00+00:00", 2.0]],
+      "a scatter of dates gives dates back")
 c = chart_of("plt.plot([1, 2, 3], ['A', 'B', 'C'])\nplt.show()")
 t.is_((c.get("x_scale"), c.get("y_scale")), ("linear", "categorical"), "categorical scale")
 m = k.execute("plt.figure()\nplt.show()")
