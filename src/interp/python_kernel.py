@@ -61,7 +61,7 @@ __builtins__ = dict(vars(builtins))
 LANGUAGE = "python"
 CHUNK = 64 << 10                  # most bytes of output in one stdout / stderr message
 MESSAGE_MAX = (32 << 20) - 4096   # a protocol line is at most 32 MiB; keep a margin
-COALESCE_QUIET = 0.005            # output read within 5 ms of the previous read joins its message...
+COALESCE_QUIET = 0.005            # output read within 5 ms of the last read joins its message...
 COALESCE_MAX = 0.05               # ...for at most 50 ms, so print()'s two writes make one message
 HIGH_FD = 100                     # the kernel's own fds live at or above this
 BACKEND = "hutch_matplotlib_backend"
@@ -741,7 +741,7 @@ def _box_chart(ax):
         if box is None:
             continue
         if ys[0] == ys[1]:
-            if xs[0] == box["x0"] and xs[1] == box["x1"] or xs[0] == box["x1"] and xs[1] == box["x0"]:
+            if sorted(xs) == [box["x0"], box["x1"]]:
                 box["median"] = ys[0]   # spans the box: the median (caps are narrower)
         elif xs[0] == xs[1]:          # a whisker, from a quartile outwards
             low, high = min(ys), max(ys)
