@@ -6,8 +6,9 @@ cell runs in IPython's InteractiveShell (no Jupyter kernel, no zmq) with a stdin
 fds 1 and 2 that are pipes this process reads in threads, so output written by any means (print,
 os.write, a `!cmd` child, C code) comes back as stdout / stderr messages as it is written.
 
-Module level only imports (stdlib and IPython). Everything that makes the process a kernel is in
-Kernel(): a zygote could import this module once and fork, each child then calling main().
+Module level only imports (stdlib and IPython) and defines; everything that makes the process a
+kernel (fds, threads, the shell) is in Kernel(): a zygote could import this module once and fork,
+each child then calling main().
 """
 import _thread   # raw locks and threads: C code only, usable whatever a cell did
 import base64
