@@ -6,40 +6,36 @@ cell runs in IPython's InteractiveShell (no Jupyter kernel, no zmq) with a stdin
 fds 1 and 2 that are pipes this process reads in threads, so output written by any means (print,
 os.write, a `!cmd` child, C code) comes back as stdout / stderr messages as it is written.
 
-Module level only imports (stdlib and IPython). Everything that makes the process a kernel is in
-Kernel(): a zygote could import this module once and fork, each child then calling main().
+Module level only imports (stdlib and IPython) and defines; everything that makes the process a
+kernel (fds, threads, the shell) is in Kernel(): a zygote could import this module once and fork,
+each child then calling main().
 """
+import _thread   # raw locks and threads: C code only, usable whatever a cell did
+import base64
 import builtins
-
-# The kernel's own functions resolve builtins from this private copy (CPython takes a function's
-# builtins from its module's __builtins__ when the function is created), so a cell that deletes
-# or replaces builtins (`del builtins.len`) cannot break the kernel's own code.
-__builtins__ = dict(vars(builtins))
-
-import _thread  # noqa: E402  (raw locks: C code only, safe to use from anywhere)
-import base64  # noqa: E402
-import codecs  # noqa: E402
-import datetime  # noqa: E402
-import faulthandler  # noqa: E402
-import fcntl  # noqa: E402
-import importlib.util  # noqa: E402
-import io  # noqa: E402
-import itertools  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import numbers  # noqa: E402
-import os  # noqa: E402
-import queue  # noqa: E402
-import re  # noqa: E402
-import signal  # noqa: E402
-import sys  # noqa: E402
-
+import codecs
+import datetime
+import faulthandler
+import fcntl
+import importlib.util
+import io
+import itertools
+import json
+import math
+import numbers
+import os
+import queue
+import re
+import signal
+import sys
+import traceback
 # Private references to what the kernel calls while user code runs: a cell may replace the module
 # attributes (`os.write = None`) but not these names.
-from os import read as _read, write as _write, dup2 as _dup2, environ as _environ  # noqa: E402
-from select import select as _select  # noqa: E402
-from time import monotonic as _monotonic  # noqa: E402
-from signal import signal as _set_signal, pthread_sigmask as _sigmask  # noqa: E402
+from os import read as _read, write as _write, dup2 as _dup2, environ as _environ
+from select import select as _select
+from time import monotonic as _monotonic
+# _signal is signal.py's C core: the wrappers in signal.py go through enum, which needs builtins
+from _signal import signal as _set_signal, pthread_sigmask as _sigmask
 
 # IPython's completer imports jedi (70 ms of a 400 ms start) only to offer completions, which
 # this kernel never asks for; hiding it during the import keeps start-up quicker, and user code
@@ -57,13 +53,20 @@ finally:
     if sys.modules.get("jedi", 0) is None:
         del sys.modules["jedi"]
 
+# The kernel's own functions resolve builtins from this private copy (CPython takes a function's
+# builtins from its module's __builtins__ when the function is created, so this comes before
+# them), so a cell that deletes or replaces builtins (`del builtins.len`) cannot break the
+# kernel's own code.
+__builtins__ = dict(vars(builtins))
+
 LANGUAGE = "python"
 CHUNK = 64 << 10                  # most bytes of output in one stdout / stderr message
 MESSAGE_MAX = (32 << 20) - 4096   # a protocol line is at most 32 MiB; keep a margin
-COALESCE_QUIET = 0.005            # output read within 5 ms of the previous read joins its message...
+COALESCE_QUIET = 0.005            # output read within 5 ms of the last read joins its message...
 COALESCE_MAX = 0.05               # ...for at most 50 ms, so print()'s two writes make one message
 HIGH_FD = 100                     # the kernel's own fds live at or above this
 BACKEND = "hutch_matplotlib_backend"
+_KERNEL_FILE = os.path.abspath(__file__)
 
 # IPython's MIME types and the names E2B gives them in a result (everything else goes to `extra`).
 MIME_KEYS = {
@@ -81,6 +84,7 @@ MIME_KEYS = {
     "e2b/chart": "chart",
 }
 OBJECT_KEYS = ("json", "data", "chart")
+BINARY_MIMES = ("image/png", "image/jpeg", "application/pdf")
 
 
 def _high_fd(fd):
@@ -101,6 +105,10 @@ def _block_sigint():
 # iterencode(..., _one_shot=True) goes straight to the C encoder: unlike json.dumps() it looks up
 # no builtins, so it keeps working while a cell has broken them.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+# raw_decode(), unlike json.loads(), goes straight to the C scanner too.
+_DECODER = json.JSONDecoder()
 
 
 def _dump(obj):
@@ -299,7 +307,8 @@ class _Stream:
 
     def _emit(self, data, final=False):
         for start in range(0, max(len(data), 1), CHUNK):
-            text = self.decoder.decode(data[start:start + CHUNK], final and start + CHUNK >= len(data))
+            last = start + CHUNK >= len(data)
+            text = self.decoder.decode(data[start:start + CHUNK], final and last)
             if text:
                 self.kernel.send({"type": self.name, "text": text})
 
@@ -385,12 +394,12 @@ def _dataframe_data(df):
 
 def _figure_png(fig):
     from IPython.core.pylabtools import print_figure
-    return print_figure(fig, "png", bbox_inches="tight", base64=True)
+    return print_figure(fig, "png", bbox_inches="tight")
 
 
 def _dict_json(obj):
-    """E2B's server gives dicts (and lists) that are JSON data a `json` format; the protocol
-    carries objects only, so dicts."""
+    """E2B's server gives a dict or list value that is JSON data a `json` format; the protocol
+    carries objects only, so here only a dict gets one."""
     try:
         return _jsonable(obj, strict=True)
     except (TypeError, ValueError, RecursionError):
@@ -434,7 +443,10 @@ class _Loader:
         self._hook = hook
 
     def __getattr__(self, name):
-        return getattr(self._loader, name)
+        loader = self.__dict__.get("_loader")   # not self._loader: that could recurse here
+        if loader is None:
+            raise AttributeError(name)
+        return getattr(loader, name)
 
     def create_module(self, spec):
         return self._loader.create_module(spec) if self._loader else None
@@ -611,23 +623,36 @@ def _line_chart(ax):
 
 
 def _scatter_chart(ax):
+    """A scatter keeps only the numbers matplotlib turned its points into: dates become ISO
+    strings again."""
+    import matplotlib.dates as mdates
     chart = _point_chart(ax, "scatter")
+    convert = [mdates.num2date if _is_date_axis(axis) else float for axis in (ax.xaxis, ax.yaxis)]
     for collection in ax.collections:
-        points = [[float(x), float(y)] for x, y in collection.get_offsets()]
+        points = [[_point(convert[0](x)), _point(convert[1](y))]
+                  for x, y in collection.get_offsets()]
         chart["elements"].append({"label": collection.get_label(), "points": points})
     return chart
 
 
-def _position_label(axis, position):
-    """The text of the tick at position on axis (a bar's or a box's category), or the position
-    written out when no tick sits there."""
-    for tick, label in zip(axis.get_majorticklocs(), axis.get_majorticklabels()):
-        if abs(tick - position) <= 1e-9 * max(1.0, abs(position)) and label.get_text():
-            return label.get_text()
+def _position_label(axis, low, high):
+    """The name of what stands between low and high on axis (a bar, a box): the label of the
+    tick nearest its middle when the ticks were placed for it (categories, boxplot's labels,
+    xticks(x, names)), else the middle itself, as a number or a date."""
+    from matplotlib.category import StrCategoryLocator
+    from matplotlib.ticker import FixedLocator
+    middle = (low + high) / 2
+    if isinstance(axis.get_major_locator(), (FixedLocator, StrCategoryLocator)):
+        slack = 1e-9 * max(1.0, abs(low), abs(high))
+        named = [(abs(tick - middle), label.get_text())
+                 for tick, label in zip(axis.get_majorticklocs(), axis.get_majorticklabels())
+                 if low - slack <= tick <= high + slack and label.get_text()]
+        if named:
+            return min(named)[1]
     if _is_date_axis(axis):
         import matplotlib.dates as mdates
-        return mdates.num2date(position).isoformat()
-    return "%g" % position
+        return mdates.num2date(middle).isoformat()
+    return "%g" % middle
 
 
 def _bar_chart(ax):
@@ -650,9 +675,9 @@ def _bar_chart(ax):
             values = [r.get_width() if lying else r.get_height() for r in container]
         for rect, value in zip(container, values):
             if lying:
-                label = _position_label(ax.yaxis, rect.get_y() + rect.get_height() / 2)
+                label = _position_label(ax.yaxis, rect.get_y(), rect.get_y() + rect.get_height())
             else:
-                label = _position_label(ax.xaxis, rect.get_x() + rect.get_width() / 2)
+                label = _position_label(ax.xaxis, rect.get_x(), rect.get_x() + rect.get_width())
             chart["elements"].append({"label": label, "group": group, "value": float(value)})
     if lying:
         _swap_axes(chart)
@@ -717,7 +742,7 @@ def _box_chart(ax):
         if box is None:
             continue
         if ys[0] == ys[1]:
-            if xs[0] == box["x0"] and xs[1] == box["x1"] or xs[0] == box["x1"] and xs[1] == box["x0"]:
+            if sorted(xs) == [box["x0"], box["x1"]]:
                 box["median"] = ys[0]   # spans the box: the median (caps are narrower)
         elif xs[0] == xs[1]:          # a whisker, from a quartile outwards
             low, high = min(ys), max(ys)
@@ -728,7 +753,7 @@ def _box_chart(ax):
     axis = ax.yaxis if lying else ax.xaxis
     for box in boxes:
         chart["elements"].append({
-            "label": _position_label(axis, (box["x0"] + box["x1"]) / 2),
+            "label": _position_label(axis, box["x0"], box["x1"]),
             "min": box.get("min", box["y0"]),
             "first_quartile": box["y0"],
             "median": box.get("median"),
@@ -764,12 +789,12 @@ class MalformedRequest(Exception):
 
 
 class Kernel:
-    def __init__(self):
+    def __init__(self, diag_fd):
         """All that makes this process a kernel: fds, threads, the shell. (A zygote that forks
-        kernels would run this in each child.)"""
+        kernels would run this in each child.) diag_fd: where the kernel's own failures go."""
+        self.diag_fd = diag_fd
         self.request_fd = _high_fd(0)
         self.message_fd = _high_fd(1)
-        self.diag_fd = _high_fd(2)
         faulthandler.enable(os.fdopen(self.diag_fd, "w", closefd=False))
         null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
         self.null_fd = _high_fd(null)
@@ -779,25 +804,28 @@ class Kernel:
         secret = os.urandom(16).hex().encode()
         self.streams = [_Stream(self, "stdout", 1, secret), _Stream(self, "stderr", 2, secret)]
         self.marker_numbers = itertools.count(1)   # next() is atomic: any thread may sync
-        self.running = False      # SIGINT interrupts only while a cell runs
-        self.error_sent = False   # at most one error per execution
-        self.stdin = open(0, "r", closefd=False, encoding="utf-8")
-        self.stdout = io.TextIOWrapper(_FdWriter(1), encoding="utf-8", errors="backslashreplace",
-                                       write_through=True)
-        self.stderr = io.TextIOWrapper(_FdWriter(2), encoding="utf-8", errors="backslashreplace",
-                                       write_through=True)
-        self.restore_process_state()
+        self.executing = False          # from a request until its end_of_execution
+        self.running = False            # while the cell's code runs: SIGINT interrupts it
+        self.interrupt_pending = False  # SIGINT came in an execution before its code ran
+        self.error_sent = False         # at most one error per execution
+        self.stdin = self.stdout = self.stderr = None
+        self.restore_process_state()   # fds 0, 1, 2 are now /dev/null and the pipes
         for stream in self.streams:
             stream.start()
         # The script's own directory would shadow the user's modules; a REPL has '' (the cwd).
-        here = os.path.dirname(os.path.abspath(__file__))
+        here = os.path.dirname(_KERNEL_FILE)
         if sys.path and os.path.abspath(sys.path[0] or ".") == here:
             sys.path[0] = ""
         sys.argv = [""]
         sys.meta_path.insert(0, _ImportWatcher(
             {"matplotlib": _matplotlib_imported, "PIL.ImageShow": _imageshow_imported},
             {BACKEND: _fill_backend}))
+        # What IPython says while it starts (a HOME it cannot write to...) is for the daemon's
+        # log, not for the first execution's output.
+        sys.stdout = sys.stderr = io.TextIOWrapper(_FdWriter(diag_fd), encoding="utf-8",
+                                                   errors="backslashreplace", write_through=True)
         self.shell = self._make_shell()
+        self.restore_process_state()   # sys.stdout and sys.stderr write to the pipes again
 
     def _make_shell(self):
         shell = make_shell()  # the zygote's, when this process is one of its forks
@@ -843,10 +871,7 @@ class Kernel:
                        "out: %s\n" % ", ".join(dropped)})
 
     def die(self, why):
-        try:
-            _write(self.diag_fd, ("python kernel: %s\n" % why).encode(errors="replace"))
-        finally:
-            os._exit(1)
+        _die(self.diag_fd, why)
 
     def publish(self, data, is_main):
         """A result from IPython's display machinery: data is a MIME bundle."""
@@ -855,6 +880,8 @@ class Kernel:
         for mime, value in data.items():
             if isinstance(value, (bytes, bytearray, memoryview)):
                 value = base64.b64encode(value).decode("ascii")
+            elif mime in BINARY_MIMES and isinstance(value, str):
+                value = value.strip()   # bare base64, as E2B's SDK wants it
             key = MIME_KEYS.get(mime)
             if key is None:
                 extra[mime] = value
@@ -880,10 +907,12 @@ class Kernel:
             value = str(evalue)
         except Exception:
             value = "<unprintable %s>" % getattr(etype, "__name__", "exception")
-        # E2B's server joins Jupyter's traceback lines with "" (IPython's lines carry their
-        # own newlines, except the header's)
+        # Frames of this file (the SIGINT handler raising KeyboardInterrupt, sys.stdout's write)
+        # are the kernel's, not the user's. E2B's server joins Jupyter's traceback lines with ""
+        # (IPython's lines carry their own newlines, except the header's).
+        own = "File %s:" % _KERNEL_FILE
         self.send({"type": "error", "name": getattr(etype, "__name__", str(etype)),
-                   "value": value, "traceback": "".join(stb)})
+                   "value": value, "traceback": "".join(s for s in stb if not s.startswith(own))})
 
     # -- output ------------------------------------------------------------------------------
 
@@ -907,34 +936,52 @@ class Kernel:
             lock.acquire()
 
     def restore_process_state(self):
-        """fds 0, 1, 2, sys.std*, the SIGINT handler: as the kernel set them, whatever the last
-        cell did to them (closed fd 1, set sys.stdout = None, changed the handler)."""
+        """fds 0, 1, 2, sys.std*, the SIGINT handler and mask: as the kernel set them, whatever
+        the last cell did to them (closed fd 1, set sys.stdout = None, changed the handler)."""
         _dup2(self.null_fd, 0)
         for stream in self.streams:
             stream.attach()
+        if self.stdin is None or self.stdin.closed:
+            self.stdin = open(0, "r", closefd=False, encoding="utf-8")
+        # write through: each write reaches the pipe at once, in order with os.write(1, ...)
+        if self.stdout is None or self.stdout.closed:
+            self.stdout = io.TextIOWrapper(_FdWriter(1), encoding="utf-8",
+                                           errors="backslashreplace", write_through=True)
+        if self.stderr is None or self.stderr.closed:
+            self.stderr = io.TextIOWrapper(_FdWriter(2), encoding="utf-8",
+                                           errors="backslashreplace", write_through=True)
         sys.stdin = sys.__stdin__ = self.stdin
         sys.stdout = sys.__stdout__ = self.stdout
         sys.stderr = sys.__stderr__ = self.stderr
         _set_signal(signal.SIGINT, self._on_sigint)
+        _sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
-    def _flush_c_stdio(self):
-        """C code's printf output sits in libc's buffer (a pipe is not a tty): flush it into
-        the pipe before the end of the execution."""
+    @staticmethod
+    def _flush_c_stdout():
+        """C code's printf output sits in libc's stdout buffer (a pipe is not a tty): flush it
+        into the pipe before the end of the execution. Only stdout: fflush(NULL) would lock every
+        FILE, and so wait for one that a C thread holds in a blocking read."""
         try:
             import ctypes
-            ctypes.CDLL(None).fflush(None)
+            libc = ctypes.CDLL(None)
+            libc.fflush(ctypes.c_void_p.in_dll(libc, "stdout"))
         except Exception:
             pass
 
-    def _show_open_figures(self):
-        if "matplotlib.pyplot" in sys.modules and sys.modules["matplotlib"].is_interactive():
+    @staticmethod
+    def _show_open_figures():
+        matplotlib = sys.modules.get("matplotlib")
+        if "matplotlib.pyplot" in sys.modules and matplotlib and matplotlib.is_interactive():
             show_figures()
 
     # -- executions --------------------------------------------------------------------------
 
     def _on_sigint(self, signum, frame):
+        """Never raises in the kernel's own code: only in the cell's, or just before it (then
+        the cell does not run)."""
         if self.running:
             raise KeyboardInterrupt
+        self.interrupt_pending = self.executing
 
     def serve(self):
         self.send({"type": "ready", "language": LANGUAGE, "pid": os.getpid()})
@@ -969,9 +1016,12 @@ class Kernel:
     @staticmethod
     def _parse(line):
         try:
-            request = json.loads(line)
-        except ValueError as e:
+            text = line.decode("utf-8")
+            request, end = _DECODER.raw_decode(text)
+        except ValueError as e:   # UnicodeDecodeError and JSONDecodeError are ValueErrors
             raise MalformedRequest("not JSON (%s)" % e)
+        if text[end:].strip():
+            raise MalformedRequest("more than one JSON value")
         if not isinstance(request, dict) or request.get("type") != "execute":
             raise MalformedRequest("not an execute request")
         if not isinstance(request.get("id"), str) or not isinstance(request.get("code"), str):
@@ -983,24 +1033,35 @@ class Kernel:
         return request
 
     def execute(self, request):
+        self.executing = True
+        self.interrupt_pending = False
         self.error_sent = False
         saved_env = self._set_env(request["env_vars"])
         for stream in self.streams:
             stream.gate.release()
         try:
             self.running = True
+            if self.interrupt_pending:
+                raise KeyboardInterrupt
             self.shell.run_cell(request["code"], store_history=True)
             self.running = False
-        except BaseException:
+        except BaseException as e:
             # KeyboardInterrupt that came before IPython's own handler or after it, or IPython
-            # failing on something a cell broke
+            # failing on something a cell broke (then its traceback printer may fail too). The
+            # frames are the kernel's and IPython's, not the cell's: the exception alone.
             self.running = False
-            self.shell.showtraceback()
+            try:
+                self.shell.showtraceback(exception_only=True)
+            except BaseException:
+                self.report_error(type(e), e, ["%s: %s\n" % (type(e).__name__, e)])
         self._restore_env(saved_env)
         self.restore_process_state()
-        self._flush_c_stdio()
+        self._flush_c_stdout()
         self.sync_output(end=True)
         self.send({"type": "end_of_execution", "id": request["id"]})
+        self.executing = False
+
+    # os.environ is Python code that needs builtins: a failure here is reported, never fatal.
 
     def _set_env(self, env_vars):
         saved = {}
@@ -1008,18 +1069,28 @@ class Kernel:
             try:
                 saved[name] = _environ.get(name)
                 _environ[name] = value
-            except (ValueError, TypeError, OSError) as e:
+            except Exception as e:
                 saved.pop(name, None)
-                self.send({"type": "stderr", "text": "hutch: env var %r not set: %s\n" % (name, e)})
+                self.send({"type": "stderr", "text": "hutch: env var %r not set: %r\n" % (name, e)})
         return saved
 
-    @staticmethod
-    def _restore_env(saved):
+    def _restore_env(self, saved):
         for name, value in saved.items():
-            if value is None:
-                _environ.pop(name, None)
-            else:
-                _environ[name] = value
+            try:
+                if value is None:
+                    _environ.pop(name, None)
+                else:
+                    _environ[name] = value
+            except Exception as e:
+                self.send({"type": "stderr", "text": "hutch: env var %r not restored: %r\n"
+                           % (name, e)})
+
+
+def _die(diag_fd, why):
+    try:
+        _write(diag_fd, ("python kernel: %s\n" % why).encode(errors="replace"))
+    finally:
+        os._exit(1)
 
 
 def make_shell():
@@ -1035,7 +1106,19 @@ def make_shell():
 
 
 def main():
-    Kernel().serve()
+    diag_fd = _high_fd(2)   # fd 2 is soon a pipe of the kernel's own: keep the daemon's
+    try:
+        Kernel(diag_fd).serve()
+    except BaseException:
+        error = sys.exc_info()[1]
+        try:
+            why = traceback.format_exc()
+        except BaseException:   # the traceback module needs the builtins a cell may have broken
+            why, tb = repr(error), error.__traceback__
+            while tb is not None:
+                why += "\n  %s:%d" % (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+                tb = tb.tb_next
+        _die(diag_fd, why)
 
 
 if __name__ == "__main__":
