@@ -9,7 +9,7 @@ import { start, done, test, assert, eq, match, rejects, sleep } from './harness.
 
 const PENDING = {}
 
-await start({ pending: PENDING, budgetMs: 600_000 })
+await start({ pending: PENDING, budgetMs: 600_000, env: { HUTCH_POOL: '1' } })
 const sbx = await Sandbox.create({ envs: { SANDBOX_VAR: 'from-create' }, timeoutMs: 600_000 })
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
 const isPng = (b64) => typeof b64 === 'string' && Buffer.from(b64, 'base64').subarray(0, 8).equals(PNG)
@@ -153,6 +153,20 @@ await test('typescript and bash contexts', async () => {
   const sh = await sbx.createCodeContext({ language: 'bash' })
   await sbx.runCode('cd /tmp; V=9', { context: sh })
   eq((await sbx.runCode('echo "$PWD $V"', { context: sh })).logs.stdout.join(''), '/tmp 9\n', 'bash keeps cwd and variables')
+})
+
+await test('a create of code-interpreter-v1 takes a warm sandbox: its env vars, metadata, pandas at once', async () => {
+  // the pool was filled after the first create, at the top of this file
+  const t0 = Date.now()
+  const warm = await Sandbox.create({ envs: { POOLED: 'yes' }, metadata: { from: 'pool' }, timeoutMs: 120_000 })
+  const r = await warm.runCode('import os, pandas as pd\n(os.environ["POOLED"], pd.DataFrame({"a": [1, 2]}).shape)')
+  const took = Date.now() - t0
+  eq(r.text, "('yes', (2, 1))", 'env vars of the create, pandas imported')
+  eq((await warm.getInfo()).metadata?.from, 'pool', 'metadata of the create')
+  const listed = (await Sandbox.list().nextItems()).map((s) => s.sandboxId).sort()
+  eq(listed, [sbx.sandboxId, warm.sandboxId].sort(), 'the list shows the two sandboxes made, not the pool')
+  assert(took < 5000, `create and a first runCode took ${took} ms`)
+  await warm.kill()
 })
 
 await test('variables live through a pause and a resume', async () => {
