@@ -654,8 +654,9 @@ void scmd_adopt_all(struct sbx *sb)
 
 /* ---------- a command's environment ---------- */
 
-#define ENV_MAX_ENTRIES 1100 /* the defaults, the sandbox's (API_ENV_MAX_ENTRIES), the command's   \
-                              */
+#define ENV_MAX_ENTRIES                                                                            \
+    1100 /* the defaults, the sandbox's (API_ENV_MAX_ENTRIES), the command's                       \
+          */
 
 /* NAME=VALUE into env (replacing an earlier NAME: later wins, as envd merges them). */
 static void env_put(char **env, size_t *n, char *entry)

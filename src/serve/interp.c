@@ -64,6 +64,9 @@ struct icall {
     uv_timer_t timer; /* keepalives, then an interrupt's grace */
     bool timer_open;
     uint64_t last_write_ms;
+    /* a one-shot run's (interp_run): told once when the execution is over or its client went */
+    void (*over)(void *user);
+    void *over_user;
     struct icall *next;
 };
 
@@ -351,8 +354,19 @@ static void list_remove(struct icall **list, struct icall *c)
 
 /* An execute is over (ended, failed, or abandoned before it was sent): its response ended, out
  * of its context's queue, freed once its exchange is gone too. */
+static void icall_over(struct icall *c)
+{
+    void (*over)(void *) = c->over;
+    c->over = NULL;
+    if (over)
+        over(c->over_user);
+}
+
 static void icall_finish(struct icall *c)
 {
+    void (*over)(void *) = c->over;
+    void *over_user = c->over_user;
+    c->over = NULL;
     if (c->ctx && c->queued) {
         list_remove(&c->ctx->queue, c);
         c->queued = false;
@@ -369,6 +383,8 @@ static void icall_finish(struct icall *c)
     } else {
         icall_free(c);
     }
+    if (over) /* after its end is written: a one-shot run's sandbox may go now */
+        over(over_user);
 }
 
 static void on_exchange_end(struct http_exchange *x, void *user)
@@ -377,6 +393,7 @@ static void on_exchange_end(struct http_exchange *x, void *user)
     c->x = NULL;
     struct ictx *ctx = c->ctx;
     if (!ctx) {
+        icall_over(c);
         icall_free(c);
         return;
     }
@@ -389,6 +406,9 @@ static void on_exchange_end(struct http_exchange *x, void *user)
         icall_finish(c);
         return;
     }
+    icall_over(c); /* a one-shot run's sandbox goes: nothing to interrupt then */
+    if (!c->ctx)
+        return; /* ... its end came meanwhile */
     /* Running: the client went (its timeout, or it gave up). The cell is interrupted, and the
      * context kept, unless the kernel does not end it in time. */
     if (c->held && ctx->kernel)
@@ -703,7 +723,7 @@ static void zygote_start(struct sbx *sb)
         return;
     snprintf(file, sizeof file, "%s/%s", INTERP_SANDBOX_DIR, ZYGOTE_FILE);
     const char *argv[] = {py->interpreter, file, py->name, st->preload ? "--preload" : NULL,
-                          ZYGOTE_PRELOAD, NULL};
+                          ZYGOTE_PRELOAD,  NULL};
     char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
     char **env = scmd_env(sb, false, extra);
     if (!env)
@@ -725,8 +745,7 @@ static void zygote_start(struct sbx *sb)
 /* The pid, as the host sees it, of a process in the command group `group`: the one the sandbox
  * knows as ns_pid (when > 0), else the oldest one whose sandbox pid is not `except`; 0 (err)
  * when none is. */
-static pid_t group_host_pid(struct sbx *sb, const char *group, long ns_pid, long except,
-                            err_t *err)
+static pid_t group_host_pid(struct sbx *sb, const char *group, long ns_pid, long except, err_t *err)
 {
     struct cgroup *cg;
     if (jail_command_group_open(&sb->jail, group, &cg, err) < 0)
@@ -825,8 +844,13 @@ static int kernel_start(struct ictx *ctx, err_t *err)
         zygote_start(sb);
     /* through the stub, the zygote's fork, or (none listening) the interpreter all the same */
     const char *cold[] = {ctx->lang->interpreter, file, ctx->lang->arg, NULL};
-    const char *via_stub[] = {INTERP_SANDBOX_STUB, ctx->lang->name, "--", ctx->lang->interpreter,
-                              file, ctx->lang->arg, NULL};
+    const char *via_stub[] = {INTERP_SANDBOX_STUB,
+                              ctx->lang->name,
+                              "--",
+                              ctx->lang->interpreter,
+                              file,
+                              ctx->lang->arg,
+                              NULL};
     const char *const *argv = forked && st && st->zygote ? via_stub : cold;
     char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
     char **env = scmd_env(sb, false, extra);
@@ -969,6 +993,8 @@ static void exec_accept(struct icall *c, struct ictx *ctx)
     queue_kick(ctx);
 }
 
+static void execute_parsed(struct icall *c, struct sbx *sb);
+
 static void do_execute(struct icall *c, struct sbx *sb)
 {
     err_t err;
@@ -976,6 +1002,12 @@ static void do_execute(struct icall *c, struct sbx *sb)
         http_respond_error(c->x, 400, "%s", err.msg);
         return;
     }
+    execute_parsed(c, sb);
+}
+
+/* An execute whose request is parsed (c->exec) goes to its context, or is answered. */
+static void execute_parsed(struct icall *c, struct sbx *sb)
+{
     struct ictx *ctx;
     if (c->exec.context_id) {
         ctx = context_find(sb, c->exec.context_id);
@@ -1193,6 +1225,24 @@ void interp_warm(struct sbx *sb)
         st->preload = true;
         zygote_start(sb);
     }
+}
+
+void interp_run(struct sbx *sb, struct http_exchange *x, struct interp_execute *e,
+                void (*over)(void *user), void *user)
+{
+    struct icall *c = icall_new(sb->d, sb, x, ICALL_EXECUTE);
+    if (!c) {
+        interp_execute_free(e);
+        over(user);
+        return;
+    }
+    c->exec = *e;
+    *e = (struct interp_execute){0};
+    c->over = over;
+    c->over_user = user;
+    free(c->exec.context_id); /* a run has no context of its own choosing */
+    c->exec.context_id = NULL;
+    execute_parsed(c, sb); /* answered at once (a language it does not know): over at its end */
 }
 
 bool interp_zygote_ready(struct sbx *sb)

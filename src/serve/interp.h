@@ -34,6 +34,12 @@ void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
 /* The sandbox's python zygote started now, the data stack (numpy, pandas, matplotlib) imported
  * in it, so that a template made for code (code-interpreter-v1) forks its kernels warm. */
 void interp_warm(struct sbx *sb);
+/* A one-shot run (oneshot.c): e (taken) in sb's default context of its language, its NDJSON to
+ * x, as /execute answers; over(user) once, when the execution ended or failed, or its client
+ * went. */
+struct interp_execute;
+void interp_run(struct sbx *sb, struct http_exchange *x, struct interp_execute *e,
+                void (*over)(void *user), void *user);
 /* Whether its python zygote listens (a kernel started now is a fork of it). */
 bool interp_zygote_ready(struct sbx *sb);
 /* The sandbox is gone: its contexts' calls get an error and their end, all is freed. */

@@ -12,10 +12,10 @@
 #include "serve/sandbox.h"
 #include "util/parse.h"
 
-#define POOL_DEFAULT   1
-#define POOL_MAX       64
-#define POOL_LIFETIME  (7 * 24 * 3600 * 1000LL) /* a pool sandbox's deadline until it is taken */
-#define POOL_METADATA  "{\"" POOL_MARK "\":\"warm\"}"
+#define POOL_DEFAULT  1
+#define POOL_MAX      64
+#define POOL_LIFETIME (7 * 24 * 3600 * 1000LL) /* a pool sandbox's deadline until it is taken */
+#define POOL_METADATA "{\"" POOL_MARK "\":\"warm\"}"
 
 static unsigned pool_target(void)
 {
@@ -87,8 +87,8 @@ struct sbx *pool_take(struct serve *d, struct store_sandbox *want, err_t *err)
 {
     struct sbx *found = NULL;
     for (struct sbx *sb = d->sandboxes; sb && !found; sb = sb->next)
-        if (sb->pooled && !sb->killing && !sb->gone && !sb->done &&
-            sb->state == SANDBOX_RUNNING && interp_zygote_ready(sb))
+        if (sb->pooled && !sb->killing && !sb->gone && !sb->done && sb->state == SANDBOX_RUNNING &&
+            interp_zygote_ready(sb))
             found = sb;
     if (!found) {
         pool_fill(d);
@@ -124,11 +124,12 @@ void pool_after_restart(struct serve *d)
         next = sb->next;
         struct store_sandbox row = {0};
         err_t err;
-        if (store_sandbox_get(d->store, sb->id, &row, &err) == 0 && pool_marked(row.metadata_json)) {
+        if (store_sandbox_get(d->store, sb->id, &row, &err) == 0 &&
+            pool_marked(row.metadata_json)) {
             sb->pooled = true;
             if (!sb->killing)
-                sbx_kill(sb, "a warm pool sandbox of the daemon before this one, never taken",
-                         NULL, NULL);
+                sbx_kill(sb, "a warm pool sandbox of the daemon before this one, never taken", NULL,
+                         NULL);
         }
         store_sandbox_free_fields(&row);
     }

@@ -16,6 +16,7 @@
 #include "http/http.h"
 #include "serve/interp.h"
 #include "serve/metrics.h"
+#include "serve/oneshot.h"
 #include "serve/pool.h"
 #include "serve/sandbox.h"
 #include "util/strfmt.h"
@@ -658,6 +659,10 @@ void routes_control(struct serve *d, struct http_exchange *x, const struct http_
         http_respond_error(x, 401,
                            "Invalid API key: give one in the X-API-KEY header (the key "
                            "the daemon wrote to its state directory, or HUTCH_API_KEY)");
+        return;
+    }
+    if (strcmp(req->path, "/run") == 0 && strcmp(req->method, "POST") == 0) {
+        oneshot_route(d, x, req); /* hutch's one-shot runs */
         return;
     }
     struct call *c = calloc(1, sizeof *c);

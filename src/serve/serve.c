@@ -215,8 +215,8 @@ static void bind_beside(struct serve *d, const char *env_name, const char *name,
             return;
     }
     if (!path[0] || !realpath(path, out) || access(out, X_OK) < 0) {
-        fprintf(stderr, "hutch serve: no %s in sandboxes (%s: %s)\n", what,
-                path[0] ? path : name, strerror(errno));
+        fprintf(stderr, "hutch serve: no %s in sandboxes (%s: %s)\n", what, path[0] ? path : name,
+                strerror(errno));
         out[0] = '\0';
         return;
     }
