@@ -12,6 +12,9 @@ same run by two daemons, in turn.
            waits 3 s (untimed) for the pool's next sandbox
   memory   100 python contexts alive in one sandbox: the sandbox's memory (its cgroup's, without
            page cache) over them, per context, and the kernels' PSS
+  oneshot  POST /run of `1+1` (hutch's one-shot runs: a fresh sandbox each, docs/API.md) at
+           concurrency 1, 8 and 32: runs per second, against `hutch run --lang python --code
+           'print(1+1)'` at the same concurrency
 
 Environment: BENCH_INTERP="context runcode first memory" (which), BENCH_N (rounds, 30),
 BENCH_WARMUP (3), BENCH_CONTEXTS (for memory, 100), HUTCH (the binary, build/hutch). Only
@@ -26,7 +29,8 @@ import serve as base  # noqa: E402  (Daemon, Client, pct)
 N = int(os.environ.get("BENCH_N", "30"))
 WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
 CONTEXTS = int(os.environ.get("BENCH_CONTEXTS", "100"))
-WHICH = os.environ.get("BENCH_INTERP", "context runcode first memory").split()
+WHICH = os.environ.get("BENCH_INTERP", "context runcode first memory oneshot").split()
+ONESHOT_RUNS = int(os.environ.get("BENCH_ONESHOT_RUNS", "48"))
 
 
 class Interp:
@@ -176,6 +180,53 @@ def bench_memory(clients, made):
         made.remove((cl, sb))
 
 
+def oneshot_rate(port, concurrency, runs):
+    import concurrent.futures, http.client
+
+    def one(_):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        c.request("POST", "/run", json.dumps({"code": "1+1"}), {"X-API-KEY": base.KEY})
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        if r.status != 200 or b'"text":"2"' not in body:
+            raise SystemExit("bench: /run answered %d: %s" % (r.status, body[:300]))
+
+    t = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as ex:
+        list(ex.map(one, range(runs)))
+    return runs / (time.monotonic() - t)
+
+
+def run_rate(concurrency, runs, tmp):
+    import concurrent.futures, subprocess
+    env = {**os.environ, "HUTCH_STATE_DIR": tmp + "/run-state", "HUTCH_RUN_DIR": tmp + "/run-run"}
+
+    def one(_):
+        p = subprocess.run([base.HUTCH, "run", "--lang", "python", "--code", "print(1+1)"], env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True)
+        if p.returncode != 0 or p.stdout.strip() != b"2":
+            raise SystemExit("bench: hutch run: %s" % p.stderr[:300])
+
+    t = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as ex:
+        list(ex.map(one, range(runs)))
+    return runs / (time.monotonic() - t)
+
+
+def bench_oneshot(daemons, tmp):
+    port = daemons["zygote"].port
+    oneshot_rate(port, 1, 2)  # the pool wanted, and warm
+    time.sleep(3)
+    for conc in (1, 8, 32):
+        runs = max(ONESHOT_RUNS, conc * 2)
+        a = oneshot_rate(port, conc, runs)
+        b = run_rate(conc, runs, tmp)
+        print("%-8s %-40s %8.2f runs/s  hutch run --lang python %8.2f runs/s  ratio %.2fx"
+              % ("oneshot" if conc == 1 else "", "concurrency %d (%d runs)" % (conc, runs), a, b,
+                 a / b))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="hutch-bench-interp.")
     os.chmod(tmp, 0o755)
@@ -202,6 +253,8 @@ def main():
             bench_first(clients, made)
         if "memory" in WHICH:
             bench_memory(clients, made)
+        if "oneshot" in WHICH:
+            bench_oneshot(daemons, tmp)
     finally:
         for cl, sb in made:
             try:

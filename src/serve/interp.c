@@ -1245,6 +1245,13 @@ void interp_run(struct sbx *sb, struct http_exchange *x, struct interp_execute *
     execute_parsed(c, sb); /* answered at once (a language it does not know): over at its end */
 }
 
+void interp_no_zygote(struct sbx *sb)
+{
+    struct interp_state *st = state_of(sb, true);
+    if (st)
+        st->zygote_starts = ZYGOTE_STARTS_MAX;
+}
+
 bool interp_zygote_ready(struct sbx *sb)
 {
     return sb->interp && sb->interp->zygote && sb->interp->zygote_ready;

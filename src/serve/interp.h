@@ -40,6 +40,8 @@ void interp_warm(struct sbx *sb);
 struct interp_execute;
 void interp_run(struct sbx *sb, struct http_exchange *x, struct interp_execute *e,
                 void (*over)(void *user), void *user);
+/* A sandbox for one run: its kernel starts cold, no zygote is made (it would serve no other). */
+void interp_no_zygote(struct sbx *sb);
 /* Whether its python zygote listens (a kernel started now is a fork of it). */
 bool interp_zygote_ready(struct sbx *sb);
 /* The sandbox is gone: its contexts' calls get an error and their end, all is freed. */

@@ -85,6 +85,7 @@ static void created(struct sbx *sb, int rc, const char *message, void *user)
         http_respond_error(o->x, 500, "a sandbox for the run: %s", message ? message : "failed");
         return;
     }
+    interp_no_zygote(sb);
     run_in(o, sb);
 }
 
