@@ -23,6 +23,9 @@ packages=(
     # writable roots (hutch run --writable-root): mke2fs makes each disk layer; the tests
     # install a .deb (dpkg-deb, from dpkg), a wheel (Debian's pip) and an npm tarball inside
     e2fsprogs python3-pip
+    # the code interpreter's Python contexts (src/interp/python_kernel.py): IPython, and the data
+    # stack its zygote preloads for code-interpreter-v1 (numpy, pandas, matplotlib; PIL images)
+    python3-ipython python3-numpy python3-pandas python3-matplotlib python3-pil
     r-base-core      # the code interpreter's R contexts (src/interp/r_kernel.py)
     openjdk-17-jdk-headless # its Java contexts: jshell's API (src/interp/java_kernel.py)
 )
