@@ -34,9 +34,11 @@ ONESHOT_RUNS = int(os.environ.get("BENCH_ONESHOT_RUNS", "48"))
 
 
 class Interp:
-    def __init__(self, cl, template="base"):
-        st, b = cl.call("POST", "/v2/sandboxes",
-                        json.dumps({"templateID": template, "timeout": 3600}),
+    def __init__(self, cl, template="base", memory_mb=None):
+        req = {"templateID": template, "timeout": 3600}
+        if memory_mb:
+            req["memoryMB"] = memory_mb
+        st, b = cl.call("POST", "/v2/sandboxes", json.dumps(req),
                         {"X-API-KEY": base.KEY, "Content-Type": "application/json"})
         if st != 201:
             raise SystemExit("bench: create answered %d: %s" % (st, b[:300]))
@@ -161,7 +163,7 @@ def bench_first(clients, made):
 
 def bench_memory(clients, made):
     for mode, cl in clients.items():
-        sb = Interp(cl)
+        sb = Interp(cl, memory_mb=8192)  # 100 kernels started cold take 3 GiB
         made.append((cl, sb))
         sb.run("1")
         time.sleep(2.0)

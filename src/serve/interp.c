@@ -20,7 +20,7 @@
 #define KERNEL_LINE_MAX    (32u << 20) /* one message from a kernel */
 #define EXECUTE_BODY_MAX   (2u << 20)  /* an execute's JSON: its code and env vars */
 #define CONTEXT_BODY_MAX   (64u << 10)
-#define CONTEXTS_MAX       64     /* per sandbox, the default ones included */
+#define CONTEXTS_MAX       128    /* per sandbox, the default ones included */
 #define KEEPALIVE_MS       15000  /* a line while a cell runs (or waits) without other output */
 #define INTERRUPT_GRACE_MS 3000   /* after a SIGINT, before the kernel is killed and restarted */
 #define READY_TIMEOUT_MS   120000 /* a kernel's start-up (jshell takes seconds) */
