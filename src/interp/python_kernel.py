@@ -490,6 +490,23 @@ def show_figures(*args, **kwargs):
             plt.close("all")
 
 
+def _image_imported(image):
+    """img.save(path) also displays the image, as E2B's kernels do (a save to a file object, as
+    the image's own _repr_png_ makes, does not: that would recurse)."""
+    save = image.Image.save
+    if getattr(save, "_hutch_displays", False):
+        return
+
+    def save_and_display(self, fp, format=None, **params):
+        result = save(self, fp, format, **params)
+        if isinstance(fp, (str, bytes, os.PathLike)):
+            display(self)
+        return result
+
+    save_and_display._hutch_displays = True
+    image.Image.save = save_and_display
+
+
 def _imageshow_imported(image_show):
     class DisplayViewer(image_show.Viewer):
         """img.show() displays the image as a result instead of looking for an X viewer."""
@@ -817,9 +834,16 @@ class Kernel:
         if sys.path and os.path.abspath(sys.path[0] or ".") == here:
             sys.path[0] = ""
         sys.argv = [""]
-        sys.meta_path.insert(0, _ImportWatcher(
-            {"matplotlib": _matplotlib_imported, "PIL.ImageShow": _imageshow_imported},
-            {BACKEND: _fill_backend}))
+        hooks = {"matplotlib": _matplotlib_imported, "PIL.ImageShow": _imageshow_imported,
+                 "PIL.Image": _image_imported}
+        sys.meta_path.insert(0, _ImportWatcher(hooks, {BACKEND: _fill_backend}))
+        # A zygote imported some of them before it forked this kernel: set up as if just imported.
+        for name, hook in hooks.items():
+            if name in sys.modules:
+                try:
+                    hook(sys.modules[name])
+                except Exception as e:
+                    print("hutch: setting up %s failed: %r" % (name, e), file=sys.stderr)
         # What IPython says while it starts (a HOME it cannot write to...) is for the daemon's
         # log, not for the first execution's output.
         sys.stdout = sys.stderr = io.TextIOWrapper(_FdWriter(diag_fd), encoding="utf-8",

@@ -411,6 +411,13 @@ m = k.execute("display(img)\nimg.show()\nprint('done')")
 rs = Kernel.results(m)
 t.ok(len(rs) == 2 and all(png_ok(r.get("png", "")) and not r["is_main_result"] for r in rs),
      "display(img) and img.show(): png display results", clean(m))
+m = k.execute("import io, os, tempfile\np = os.path.join(tempfile.mkdtemp(), 'a.png')\n"
+              "img.save(p)\nimg.save(io.BytesIO(), 'PNG')\nos.path.getsize(p) > 0")
+rs = Kernel.results(m)
+t.ok(len(rs) == 2 and png_ok(rs[0].get("png", "")) and not rs[0]["is_main_result"] and
+     rs[1].get("text") == "True",
+     "img.save(path) saves and displays the image (E2B's); a save to a file object does not",
+     clean(m))
 
 # -- big results -----------------------------------------------------------------------------------
 
