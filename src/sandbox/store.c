@@ -373,9 +373,9 @@ int store_sandbox_claim(struct store *st, const struct store_sandbox *sb, err_t 
     if (begin(st, err) < 0)
         return -1;
     sqlite3_stmt *s = prepare(st,
-                              "UPDATE sandboxes SET alias = ?, created_ms = ?, deadline_ms = ?, "
-                              "auto_pause = ?, auto_resume = ?, metadata = ?, env = ? "
-                              "WHERE id = ? AND state = 'running'",
+                              "UPDATE sandboxes SET state = 'running', alias = ?, created_ms = ?, "
+                              "deadline_ms = ?, auto_pause = ?, auto_resume = ?, metadata = ?, "
+                              "env = ? WHERE id = ? AND state = 'creating'",
                               err);
     if (!s) {
         rollback(st);
@@ -395,7 +395,7 @@ int store_sandbox_claim(struct store *st, const struct store_sandbox *sb, err_t 
     }
     if (sqlite3_changes(st->db) == 0) {
         rollback(st);
-        return err_set(err, ENOENT, "sandbox %s is not a running one", sb->id);
+        return err_set(err, ENOENT, "sandbox %s is not one being made", sb->id);
     }
     if (add_event(st, sb->id, "claimed", NULL, err) < 0 || commit(st, err) < 0) {
         rollback(st);

@@ -68,9 +68,10 @@ int store_sandbox_transition(struct store *st, const char *id, unsigned from, en
  * Every other transition clears cold: only a paused sandbox can be cold. */
 int store_sandbox_pause_cold(struct store *st, const char *id, err_t *err);
 int store_sandbox_set_deadline(struct store *st, const char *id, int64_t deadline_ms, err_t *err);
-/* A running sandbox of the warm pool (src/serve/pool.c) becomes the one a create asked for: its
- * alias, created and deadline times, lifecycle flags, metadata and env vars from sb (by sb->id),
- * with a "claimed" event, in one transaction. ENOENT when it is not running. */
+/* A sandbox of the warm pool (src/serve/pool.c; running, but creating in the store until now)
+ * becomes the one a create asked for: running, with the alias, created and deadline times,
+ * lifecycle flags, metadata and env vars of sb (by sb->id), and a "claimed" event, in one
+ * transaction. ENOENT when it is not creating. */
 int store_sandbox_claim(struct store *st, const struct store_sandbox *sb, err_t *err);
 /* Fills *out (its JSON strings the caller's: store_sandbox_free_fields). */
 int store_sandbox_get(struct store *st, const char *id, struct store_sandbox *out, err_t *err);

@@ -117,20 +117,3 @@ void pool_stop(struct serve *d)
             sbx_kill(sb, "the daemon stopped: its warm pool goes with it", NULL, NULL);
     }
 }
-
-void pool_after_restart(struct serve *d)
-{
-    for (struct sbx *sb = d->sandboxes, *next; sb; sb = next) {
-        next = sb->next;
-        struct store_sandbox row = {0};
-        err_t err;
-        if (store_sandbox_get(d->store, sb->id, &row, &err) == 0 &&
-            pool_marked(row.metadata_json)) {
-            sb->pooled = true;
-            if (!sb->killing)
-                sbx_kill(sb, "a warm pool sandbox of the daemon before this one, never taken", NULL,
-                         NULL);
-        }
-        store_sandbox_free_fields(&row);
-    }
-}

@@ -9,9 +9,9 @@
  * create's metadata, env vars, timeout and lifecycle become its own (store_sandbox_claim), and
  * its commands, kernels included, see the env vars (each command's env is made at its start).
  *
- * Until taken, a pool sandbox is nobody's: hidden from list, get and every other call (its id was
- * never told), marked in its metadata (POOL_MARK) so that a restarted daemon, which finds it
- * reopened, kills it; the daemon's stop kills the ones it holds. */
+ * Until taken, a pool sandbox is nobody's: hidden from get and every other call (its id was never
+ * told), and creating in the store (so in no list; its metadata has POOL_MARK too), which a
+ * restarted daemon kills as any half-made sandbox; the daemon's stop kills the ones it holds. */
 #pragma once
 #include <stdbool.h>
 
@@ -26,9 +26,7 @@ void pool_wanted(struct serve *d);
 /* A ready sandbox of the pool, given want's alias, times, flags, metadata and env vars (want->id
  * is set to its id); NULL when none is ready (the create then makes one as usual). */
 struct sbx *pool_take(struct serve *d, struct store_sandbox *want, err_t *err);
-/* Whether a row's metadata is a pool sandbox's (for a restarted daemon: killed, never listed). */
+/* Whether a row's metadata is a pool sandbox's (never listed, whatever its state). */
 bool pool_marked(const char *metadata_json);
 /* The daemon stops: its pool sandboxes are killed (the loop runs until they are gone). */
 void pool_stop(struct serve *d);
-/* After a restart: the reopened sandboxes of the pool before are killed. */
-void pool_after_restart(struct serve *d);

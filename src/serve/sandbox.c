@@ -238,7 +238,9 @@ static void kill_finish(struct sbx *sb)
         return;
     }
     remove_leftovers(d, sb->id);
-    enum sandbox_state to = sb->state == SANDBOX_CREATING ? SANDBOX_FAILED : SANDBOX_KILLED;
+    /* a warm pool's was never anybody's: its row, creating, can only fail (with the reason) */
+    enum sandbox_state to =
+        sb->state == SANDBOX_CREATING || sb->pooled ? SANDBOX_FAILED : SANDBOX_KILLED;
     /* the event says why too: the log (GET /sandboxes/{id}/logs) shows it */
     json_t *why = json_pack("{s:s}", "reason", sb->end_reason);
     char *detail = why ? json_dumps(why, JSON_COMPACT) : NULL;
@@ -368,12 +370,15 @@ static void on_ctl_creating(uv_poll_t *p, int status, int events)
     char sock[STORE_ID_MAX + sizeof SBX_SOCKET_SUFFIX];
     snprintf(sock, sizeof sock, "%s%s", sb->id, SBX_SOCKET_SUFFIX);
     bool boot = sb->booting;
+    /* a warm pool's stays creating in the store until a create takes it (pool.h): no list has
+     * it, and a restarted daemon kills it as it kills any half-made sandbox */
     if (rc == 0 &&
         jail_record_save(&sb->jail, sb->uids.host_base, sb->d->run_fd, sock, &err) == 0 &&
-        store_sandbox_transition(sb->d->store, sb->id,
-                                 SANDBOX_STATE_BIT(boot ? SANDBOX_PAUSED : SANDBOX_CREATING),
-                                 SANDBOX_RUNNING, NULL, boot ? "resumed" : "started",
-                                 boot ? "{\"memory\":false}" : NULL, &err) == 0) {
+        (sb->pooled ||
+         store_sandbox_transition(sb->d->store, sb->id,
+                                  SANDBOX_STATE_BIT(boot ? SANDBOX_PAUSED : SANDBOX_CREATING),
+                                  SANDBOX_RUNNING, NULL, boot ? "resumed" : "started",
+                                  boot ? "{\"memory\":false}" : NULL, &err) == 0)) {
         sb->state = SANDBOX_RUNNING;
         sb->cold = sb->booting = false;
         /* init holds the uid range from now on (hold_fd): the daemon's copy may go */

@@ -355,7 +355,6 @@ int serve_main(int argc, char **argv)
     uv_signal_start(&d.sig_term, on_stop_signal, SIGTERM);
     uv_signal_start(&d.sig_int, on_stop_signal, SIGINT);
     size_t live = sbx_reopen_all(&d);
-    pool_after_restart(&d);
     fprintf(stderr, "hutch serve: listening on http://%s%s%s:%u and %s; %zu sandboxes reopened\n",
             strchr(o.host, ':') ? "[" : "", o.host, strchr(o.host, ':') ? "]" : "", port,
             o.socket_path ? o.socket_path : sock, live);

@@ -247,7 +247,7 @@ sleep 0.5
 kill -9 "$daemon"
 wait "$daemon" 2>/dev/null
 start_daemon && ok "the daemon restarts after kill -9" || not_ok "the daemon restarts after kill -9"
-like "$(tail -n1 "$LOG")" "2 sandboxes reopened" "... and reopens both sandboxes"
+like "$(grep "sandboxes reopened" "$LOG" | tail -n1)" "2 sandboxes reopened" "... and reopens both sandboxes"
 is "$(jget "$(body_of "$(api "$U/sandboxes/$A")")" 'd["state"]')" running "the first is running after the restart"
 out=$(run_in "$A" "$TA" 'cat /home/user/state.txt' | stdout_of)
 is "$out" persisted "its files and a new command work after the restart"

@@ -65,10 +65,17 @@ wait_records 1 && ok "bad runs leave no sandbox" || not_ok "bad runs leave no sa
 
 # the warm pool: its one sandbox was made with the first run, hidden from the list
 is "$(curl -s -H "X-API-KEY: $KEY" "$U/v2/sandboxes")" "[]" "the pool's sandbox is not listed"
-sleep 3 # its zygote warm
-r=$(curl -s -H "X-API-KEY: $KEY" -X POST -d '{"templateID":"code-interpreter-v1","envVars":{"POOLED":"yes"},"metadata":{"m":"1"},"timeout":300}' "$U/v2/sandboxes")
-id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sandboxID"])' "$r" 2>/dev/null)
-tok=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["envdAccessToken"])' "$r" 2>/dev/null)
+# A create takes the pool's sandbox once its zygote is warm (the daemon tells no one when): a
+# create that made a new one is killed, and tried again after a while.
+for try in 1 2 3 4 5 6; do
+    sleep 2
+    r=$(curl -s -H "X-API-KEY: $KEY" -X POST -d '{"templateID":"code-interpreter-v1","envVars":{"POOLED":"yes"},"metadata":{"m":"1"},"timeout":300}' "$U/v2/sandboxes")
+    id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sandboxID"])' "$r" 2>/dev/null)
+    tok=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["envdAccessToken"])' "$r" 2>/dev/null)
+    grep -q '"event":"claimed"' <<<"$(curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/$id/logs")" && break
+    curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"
+    wait_records 1
+done
 made+=("$id")
 grep -q '"event":"claimed"' <<<"$(curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/$id/logs")" &&
     ok "a create of code-interpreter-v1 took the pool's sandbox (its log says claimed)" ||
