@@ -1,13 +1,15 @@
 /* hutch-kernel-stub: how a code context's kernel is started from a warm zygote inside its
  * sandbox (src/interp/PROTOCOL.md, "Zygotes").
  *
- *     hutch-kernel-stub ZYGOTE -- PROGRAM [ARG...]
+ *     hutch-kernel-stub ZYGOTE ZYGOTE_PID -- PROGRAM [ARG...]
  *
  * The daemon starts this as the context's command (its own command cgroup, its stdin and
  * stdout pipes). It connects to the zygote named ZYGOTE (the unix socket
  * /tmp/.hutch-zygote-ZYGOTE, in the sandbox's own /tmp: an abstract name would be simpler, but
  * every command is a Landlock domain of its own, scoped, which cannot reach another's abstract
- * sockets) and hands it its cwd, its
+ * sockets), checks that the socket's listener is the zygote the daemon started (ZYGOTE_PID, by
+ * SO_PEERCRED: a process of the sandbox may put a socket of its own in that place, and would get
+ * the context's pipes), and hands it its cwd, its
  * environment and its fds 0, 1 and 2; the zygote forks a kernel that takes them, and answers
  * with the kernel's pid. The daemon then moves that kernel into this command's cgroup (it says
  * its pid in its ready message), so that killing the command takes the kernel and its whole
@@ -60,7 +62,7 @@ static size_t build_message(char *buf, size_t cap)
     return n;
 }
 
-static int connect_zygote(const char *name)
+static int connect_zygote(const char *name, pid_t zygote_pid)
 {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     int n = snprintf(addr.sun_path, sizeof addr.sun_path, "/tmp/.hutch-zygote-%s", name);
@@ -69,7 +71,11 @@ static int connect_zygote(const char *name)
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (s < 0)
         return -1;
-    if (connect(s, (struct sockaddr *)&addr, sizeof addr) < 0) {
+    struct ucred peer;
+    socklen_t len = sizeof peer;
+    /* the listener's credentials, as they were when it listened: only the zygote's will do */
+    if (connect(s, (struct sockaddr *)&addr, sizeof addr) < 0 ||
+        getsockopt(s, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.pid != zygote_pid) {
         close(s);
         return -1;
     }
@@ -131,14 +137,16 @@ static void end_as(int signo, int code)
 
 int main(int argc, char **argv)
 {
-    if (argc < 4 || strcmp(argv[2], "--") != 0) {
-        fprintf(stderr, "usage: hutch-kernel-stub ZYGOTE -- PROGRAM [ARG...]\n");
+    char *end;
+    long zygote_pid = argc >= 5 ? strtol(argv[2], &end, 10) : 0;
+    if (argc < 5 || *end || zygote_pid <= 1 || strcmp(argv[3], "--") != 0) {
+        fprintf(stderr, "usage: hutch-kernel-stub ZYGOTE ZYGOTE_PID -- PROGRAM [ARG...]\n");
         return 2;
     }
-    char **program = argv + 3;
+    char **program = argv + 4;
     static char msg[MESSAGE_MAX];
     size_t len = build_message(msg, sizeof msg);
-    int s = len ? connect_zygote(argv[1]) : -1;
+    int s = len ? connect_zygote(argv[1], (pid_t)zygote_pid) : -1;
     if (s < 0 || send_handover(s, msg, len) < 0)
         cold_start(program);
     char word[16];

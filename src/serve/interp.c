@@ -844,14 +844,18 @@ static int kernel_start(struct ictx *ctx, err_t *err)
         zygote_start(sb);
     /* through the stub, the zygote's fork, or (none listening) the interpreter all the same */
     const char *cold[] = {ctx->lang->interpreter, file, ctx->lang->arg, NULL};
+    char zygote_pid[16];
+    snprintf(zygote_pid, sizeof zygote_pid, "%u", st && st->zygote ? st->zygote->pid : 0);
     const char *via_stub[] = {INTERP_SANDBOX_STUB,
                               ctx->lang->name,
+                              zygote_pid,
                               "--",
                               ctx->lang->interpreter,
                               file,
                               ctx->lang->arg,
                               NULL};
-    const char *const *argv = forked && st && st->zygote ? via_stub : cold;
+    /* the stub checks the zygote's pid: one not yet known (its start on its way) starts cold */
+    const char *const *argv = forked && st && st->zygote && st->zygote->pid ? via_stub : cold;
     char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
     char **env = scmd_env(sb, false, extra);
     if (!env)
