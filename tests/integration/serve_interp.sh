@@ -351,11 +351,20 @@ for who, pid in (("victim", VPID), ("zygote", ZPID)):
     t(who + " ptrace", lambda: attach(pid))
     t(who + " mem", lambda: mem(pid))
     t(who + " environ", lambda: open("/proc/%d/environ" % pid, "rb").read())
+    t(who + " fd 1 readlink", lambda: os.readlink("/proc/%d/fd/1" % pid))
+    t(who + " fd 1 write", lambda: open("/proc/%d/fd/1" % pid, "wb").write(b"garbage\\n"))
+    t(who + " fd 101 write", lambda: open("/proc/%d/fd/101" % pid, "wb").write(b"garbage\\n"))
 t("pgid kill", lambda: os.killpg(os.getpgid(VPID), signal.SIGKILL))
 print(sorted(k for k, v in res.items() if v == "ok"))'
 out=$(exa "$X" "VPID, ZPID = $VPID, $ZPID"$'\n'"$CROSS")
-is "$(nd "$out" stdout)" "[]" "signals (kill 0, SIGKILL, SIGINT, pidfd), ptrace, /proc/PID/mem and environ: all refused for the victim's kernel and the zygote"
+is "$(nd "$out" stdout)" "[]" "signals (kill 0, SIGKILL, SIGINT, pidfd), ptrace, /proc/PID/mem, environ and fd/: all refused for the victim's kernel and the zygote"
 [ "$(nd "$out" stdout)" = "[]" ] || diag "$(nd "$out" error)"
+out=$(exa "$V" 'import os; os.environ.get("ONE_RUN")' 30 '{"ONE_RUN":"env-secret"}')
+is "$(nd "$out" result)" env-secret "env_vars of an execution are seen by it"
+out=$(exa "$X" 'import os; str([k for k, v in os.environ.items() if "env-secret" in v])')
+is "$(nd "$out" result)" "[]" "... not by another context"
+out=$(exa "$V" 'import os; str(os.environ.get("ONE_RUN"))')
+is "$(nd "$out" result)" None "... nor by the next execution of the same one"
 # kill(-1, SIGKILL): every process the cell may signal (a child of its own, forked for it)
 out=$(exa "$X" $'import os, signal\nif os.fork() == 0:\n    import time; time.sleep(5); os._exit(0)\nos.kill(-1, signal.SIGKILL)\nprint("survived")')
 is "$(nd "$out" stdout)" survived "kill(-1, SIGKILL) from a cell: the cell itself survives"
@@ -524,6 +533,20 @@ is "$(nd "$out" stdout)" hi "bash: echo hi"
 out=$(curl -s -N -m 60 -H "E2b-Sandbox-Id: $A" -H "E2b-Sandbox-Port: 49999" -H "X-Access-Token: $A_T" \
     --data-binary '{"code":"const x: number = 3; x * 2","language":"ts"}' "$U/execute")
 is "$(nd "$out" result)" 6 "ts: a typed const"
+J=$(mkctx "$A" "$A_TT" '{"language":"js"}')
+exa "$J" 'var kept = 1' >/dev/null
+out=$(exa "$J" "require('fs').writeFileSync('/proc/' + process.ppid + '/fd/1', 'garbage\\n'); 1")
+err=$(nd "$out" error)
+like "$err" 'KernelError: the kernel sent|EACCES|EPERM' "js: garbage for the launcher's protocol fd (/proc/PPID/fd/1): refused, or a KernelError"
+out=$(exa "$J" 'typeof kept')
+want=number
+[[ $err == KernelError* ]] && want=undefined
+is "$(nd "$out" result)" "$want" "... and the context answers again, its state $([ $want = number ] && echo kept || echo cleared)"
+out=$(exa "$J" "process.kill(process.pid, 'SIGKILL')")
+out=$(exa "$J" '40 + 2')
+is "$(nd "$out" result)" 42 "js: a worker that killed itself is replaced"
+rmctx "$A" "$A_TT" "$J" >/dev/null
+victim_intact "after the js attacks"
 for lang in r java; do
     if [ -e "$ROOT/src/interp/${lang}_kernel.py" ]; then
         skip "$lang: no kernel file to miss" "src/interp/${lang}_kernel.py exists"
