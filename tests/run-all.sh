@@ -23,10 +23,13 @@ run_one() {
 # account NAME LOG STATUS SECONDS: counts one test's TAP and prints its line.
 account() {
     local name=$1 log=$2 rc=$3 secs=$4
-    local p f s
+    local p f s t
     p=$(grep -cE '^ok ' "$log" | tr -d ' ')
     s=$(grep -cE '^ok .*# (SKIP|skip)' "$log" | tr -d ' ')
-    f=$(grep -cE '^not ok ' "$log" | tr -d ' ')
+    # a failing TODO check (TAP: a known bug) is counted with the skipped, not as a failure
+    t=$(grep -cE '^not ok .*# (TODO|todo)' "$log" | tr -d ' ')
+    f=$(($(grep -cE '^not ok ' "$log" | tr -d ' ') - t))
+    s=$((s + t))
     p=$((p - s))
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         # a crash or a bad exit without a failing check still counts as a failure
