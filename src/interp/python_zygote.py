@@ -6,7 +6,9 @@ One per sandbox, started by the daemon as a command of its own. It imports the k
 IPython with it: most of a kernel's 0.4 s start-up) and the modules to preload (the data stack
 for code-interpreter-v1: another 0.7 s), then listens on the abstract unix socket
 a unix socket. A new context's command is hutch-kernel-stub (src/kstub/main.c): it connects,
-hands over its cwd, its environment and its fds 0, 1 and 2, and the zygote forks a child that
+hands over its cwd, its environment and its fds 0, 1 and 2, and, once the daemon has allowed
+that stub ("allow PID" on the zygote's stdin: the daemon started it; a connection from anything
+else is closed unserved after 5 s), the zygote forks a child that
 takes them and becomes the kernel (python_kernel.main()). The socket is /tmp/.hutch-zygote-NAME
 in the sandbox's own /tmp (an abstract name cannot be reached across the Landlock domains that
 each command is). The parent answers the stub with the
@@ -31,7 +33,9 @@ import os
 import select
 import signal
 import socket
+import struct
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -39,6 +43,8 @@ import python_kernel  # noqa: E402  (IPython, and the kernel's code, warm in eve
 
 _libc = ctypes.CDLL(None, use_errno=True)
 MESSAGE_MAX = 64 << 10
+ALLOW_SECONDS = 5.0  # how long an allowed stub, or a waiting handover, is kept
+LOOP = {}  # what the main loop holds, for a fork to close
 FDS = 3
 
 
@@ -161,9 +167,13 @@ def main():
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     stubs = {}  # a child's pid -> the connection of the stub that stands for it
+    allowed = {}  # a stub's pid the daemon allowed -> until when
+    waiting = []  # handovers whose stub is not allowed yet: (conn, pid, handover, until)
+    pending_input = b""
+    LOOP.update(listener=listener, stubs=stubs, waiting=waiting, wake_r=wake_r, wake_w=wake_w)
     while True:
         try:
-            ready, _, _ = select.select([listener, 0, wake_r], [], [])
+            ready, _, _ = select.select([listener, 0, wake_r], [], [], 0.2 if waiting else None)
         except InterruptedError:
             continue
         if wake_r in ready:
@@ -188,28 +198,62 @@ def main():
                 except OSError:
                     pass
                 conn.close()
-        if 0 in ready and not os.read(0, 4096):
-            return 0  # the daemon let go of us
+        if 0 in ready:
+            data = os.read(0, 4096)
+            if not data:
+                return 0  # the daemon let go of us
+            lines = (pending_input + data).split(b"\n")
+            pending_input = lines.pop()[-64:]
+            for line in lines:
+                word, _, value = line.partition(b" ")
+                if word == b"allow" and value.isdigit():
+                    allowed[int(value)] = time.monotonic() + ALLOW_SECONDS
+        now = time.monotonic()
+        for pid in [p for p, until in allowed.items() if until < now]:
+            del allowed[pid]
         if listener in ready:
             try:
                 conn, _ = listener.accept()
+                peer = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                           struct.calcsize("3i")))[0]
                 handover = receive(conn)
             except OSError:
                 continue
-            if handover is None:
+            if handover is not None:
+                waiting.append((conn, peer, handover, now + ALLOW_SECONDS))
+        # A handover is served once the daemon allowed its stub (it started it as a context's
+        # command: "allow PID" on our stdin, which may come after the stub connected); one the
+        # daemon never allows (a cell's own request) is closed unserved.
+        still = []
+        for conn, peer, handover, until in waiting:
+            if allowed.pop(peer, None) is not None:
+                fork_kernel(conn, handover)
+            elif until < now:
+                for fd in handover[2]:
+                    os.close(fd)
                 conn.close()
-                continue
-            cwd, env, fds = handover
-            pid = os.fork()
-            if pid == 0:
-                become_kernel(cwd, env, fds, [listener, conn, *stubs.values()], [wake_r, wake_w])
-            for fd in fds:
-                os.close(fd)
-            stubs[pid] = conn
-            try:
-                conn.send(b"pid %d" % pid)
-            except OSError:
-                pass
+            else:
+                still.append((conn, peer, handover, until))
+        waiting[:] = still
+
+
+def fork_kernel(conn, handover):
+    """Forks the kernel for one handover; the parent answers the stub with its pid."""
+    cwd, env, fds = handover
+    others = [w for w in LOOP["waiting"] if w[0] is not conn]
+    pid = os.fork()
+    if pid == 0:
+        # nothing of the zygote's, nor of the other stubs' handovers, stays open in the kernel
+        sockets = [LOOP["listener"], conn, *LOOP["stubs"].values(), *(w[0] for w in others)]
+        pipes = [LOOP["wake_r"], LOOP["wake_w"], *(fd for w in others for fd in w[2][2])]
+        become_kernel(cwd, env, fds, sockets, pipes)
+    for fd in fds:
+        os.close(fd)
+    LOOP["stubs"][pid] = conn
+    try:
+        conn.send(b"pid %d" % pid)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -80,6 +80,7 @@ struct ictx {
     int kernel_pidfd;    /* a kernel forked by the zygote: signalled by it (interrupts); or -1 */
     bool ready, ever_ready;
     bool adopted;    /* its kernel ran before this daemon: what it says between executions is old */
+    bool via_stub;   /* its kernel's command is the stub: a fork of the zygote, once allowed */
     bool discarding; /* while attaching to an adopted kernel: its replayed output is old */
     unsigned execution_count;
     struct icall *queue;   /* executes in order: the first one is running once sent */
@@ -503,10 +504,19 @@ static void fail_calls(struct ictx *ctx, const char *name, const char *why)
     ready_answer(ctx, why);
 }
 
+/* A kernel through the stub: the zygote forks for that stub only once told its pid (a process of
+ * the sandbox that asks the zygote itself gets nothing: src/interp/python_zygote.py). */
 static void on_kernel_started(struct scmd *c, void *user)
 {
-    (void)c;
-    (void)user;
+    struct ictx *ctx = user;
+    struct interp_state *st = ctx->sb->interp;
+    if (!ctx->via_stub || !st || !st->zygote || ctx->kernel != c)
+        return;
+    char line[32];
+    int n = snprintf(line, sizeof line, "allow %u\n", c->pid);
+    err_t err;
+    if (scmd_input(st->zygote, false, (const uint8_t *)line, (size_t)n, &err) < 0)
+        fprintf(stderr, "hutch serve: sandbox %s: the zygote: %s\n", ctx->sb->id, err.msg);
 }
 
 static void diag_add(struct ictx *ctx, const uint8_t *data, size_t len)
@@ -856,6 +866,7 @@ static int kernel_start(struct ictx *ctx, err_t *err)
                               NULL};
     /* the stub checks the zygote's pid: one not yet known (its start on its way) starts cold */
     const char *const *argv = forked && st && st->zygote && st->zygote->pid ? via_stub : cold;
+    ctx->via_stub = argv == via_stub;
     char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
     char **env = scmd_env(sb, false, extra);
     if (!env)
