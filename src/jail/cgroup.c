@@ -708,6 +708,11 @@ int cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err)
     return cg->host->ops->read_stats(cg, out, err);
 }
 
+int cgroup_set_limits(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
+{
+    return cg->host->ops->set_limits(cg, limits, err);
+}
+
 int cgroup_read_memory(struct cgroup *cg, struct cgroup_memory *out, err_t *err)
 {
     memset(out, 0, sizeof *out);

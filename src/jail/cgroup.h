@@ -106,6 +106,11 @@ int cgroup_create_for_clone(struct cgroup_host *host, const char *name,
                             const struct cgroup_limits *limits, unsigned flags, struct cgroup **out,
                             err_t *err);
 int cgroup_create_finish(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
+/* Changes the limits of a group that may have processes in it (a daemon fits a code context's
+ * share to what its sandbox has left). A field of 0 leaves that limit as it is. A memory limit
+ * below what the group holds now makes the kernel reclaim, and then refuse it (v1: EBUSY) or
+ * OOM-kill in the group (v2). */
+int cgroup_set_limits(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
 /* An existing group, by its path below hutch/ ("NAME" or "NAME/init"): for a process that did
  * not make it (a restarted daemon, the keeper). Whatever exists of it is the caller's to remove. */
 int cgroup_open(struct cgroup_host *host, const char *path, unsigned flags, struct cgroup **out,

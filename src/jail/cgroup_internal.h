@@ -60,6 +60,7 @@ struct cgroup {
 struct cgroup_ops {
     int (*make)(struct cgroup *cg, const struct cgroup_limits *limits, bool with_v1, err_t *err);
     int (*make_v1_rest)(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
+    int (*set_limits)(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
     int (*attach)(struct cgroup *cg, pid_t pid, err_t *err);
     int (*read_cpu)(struct cgroup *cg, uint64_t *ns, err_t *err);
     int (*read_stats)(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
@@ -143,6 +144,7 @@ bool cgroup_list_has(const char *list, const char *word);
 int cgroup_v2_host_open(struct cgroup_host *host, int root_fd, const char *root_path, err_t *err);
 /* The pieces the mode tables are made of. */
 int cgroup_v2_make(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
+int cgroup_v2_set_limits(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
 int cgroup_v2_attach(struct cgroup *cg, pid_t pid, err_t *err);
 int cgroup_v2_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err);
 int cgroup_v2_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);
@@ -157,6 +159,8 @@ int cgroup_v2_frozen(struct cgroup *cg, bool *frozen, err_t *err);
 /* Finds the controllers' mount points and opens hutch/ in each hierarchy. */
 int cgroup_v1_host_open(struct cgroup_host *host, err_t *err);
 int cgroup_v1_make(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
+/* Also hybrid's: its limits are v1's. */
+int cgroup_v1_set_limits(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err);
 int cgroup_v1_attach(struct cgroup *cg, pid_t pid, err_t *err);
 int cgroup_v1_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err);
 int cgroup_v1_read_stats(struct cgroup *cg, struct cgroup_stats *out, err_t *err);

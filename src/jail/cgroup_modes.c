@@ -22,6 +22,7 @@ static int v2_make_v1_rest(struct cgroup *cg, const struct cgroup_limits *limits
 const struct cgroup_ops cgroup_ops_v1 = {
     .make = v1_make,
     .make_v1_rest = cgroup_v1_make,
+    .set_limits = cgroup_v1_set_limits,
     .attach = cgroup_v1_attach,
     .read_cpu = cgroup_v1_read_cpu,
     .read_stats = cgroup_v1_read_stats,
@@ -35,6 +36,7 @@ const struct cgroup_ops cgroup_ops_v1 = {
 const struct cgroup_ops cgroup_ops_v2 = {
     .make = v2_make,
     .make_v1_rest = v2_make_v1_rest,
+    .set_limits = cgroup_v2_set_limits,
     .attach = cgroup_v2_attach,
     .read_cpu = cgroup_v2_read_cpu,
     .read_stats = cgroup_v2_read_stats,
@@ -95,6 +97,7 @@ static int hybrid_populated(struct cgroup *cg, bool *populated, err_t *err)
 const struct cgroup_ops cgroup_ops_hybrid = {
     .make = hybrid_make,
     .make_v1_rest = cgroup_v1_make,
+    .set_limits = cgroup_v1_set_limits,
     .attach = hybrid_attach,
     .read_cpu = cgroup_v2_read_cpu,
     .read_stats = hybrid_read_stats,

@@ -118,27 +118,37 @@ int cgroup_v1_host_open(struct cgroup_host *host, err_t *err)
 
 /* ---------- creation ---------- */
 
-static int v1_write_limits(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
+/* The kernel keeps memory.limit_in_bytes at or below memory.memsw.limit_in_bytes (memory plus
+ * swap), so a limit that goes down is written to memory first and one that goes up to memsw
+ * first; a new group's limits only go down. Equal values leave no room for swap on top. The memsw
+ * file exists only with swap accounting; without it there is no swap to cap. */
+static int v1_write_memory(struct cgroup *cg, uint64_t bytes, bool fresh, err_t *err)
 {
     const struct cgroup_hier *mem = cgroup_v1_hier(cg, CGROUP_V1_MEMORY);
-    if (limits->memory_bytes) {
-        /* Order matters: the kernel refuses a memsw (memory+swap) limit below the memory
-         * limit, so memory first. Equal values leave no room for swap on top. The memsw file
-         * exists only with swap accounting; without it there is no swap to cap. */
-        if (cgroup_write_u64(cg, mem, "memory.limit_in_bytes", limits->memory_bytes, false, err) <
-                0 ||
-            cgroup_write_u64(cg, mem, "memory.memsw.limit_in_bytes", limits->memory_bytes, true,
-                             err) < 0)
-            return -1;
-        /* v1 keeps socket buffers (TCP, UDP, every protocol with socket memory accounting) out
-         * of memory.limit_in_bytes and takes them from the host-wide budget that the host's own
-         * network shares; writing this limit is also what turns their accounting on. v2 charges
-         * them to memory.max. The same figure again: the sandbox's sockets cannot take more of
-         * the host than its memory limit says. Optional: kernels without v1 kmem have no file. */
-        if (cgroup_write_u64(cg, mem, "memory.kmem.tcp.limit_in_bytes", limits->memory_bytes, true,
-                             err) < 0)
-            return -1;
-    }
+    uint64_t now = 0;
+    if (!fresh && cgroup_read_u64(cg, mem, "memory.limit_in_bytes", &now, false, err) < 0)
+        return -1;
+    bool raising = !fresh && bytes > now;
+    if ((raising &&
+         cgroup_write_u64(cg, mem, "memory.memsw.limit_in_bytes", bytes, true, err) < 0) ||
+        cgroup_write_u64(cg, mem, "memory.limit_in_bytes", bytes, false, err) < 0 ||
+        (!raising &&
+         cgroup_write_u64(cg, mem, "memory.memsw.limit_in_bytes", bytes, true, err) < 0))
+        return -1;
+    /* v1 keeps socket buffers (TCP, UDP, every protocol with socket memory accounting) out of
+     * memory.limit_in_bytes and takes them from the host-wide budget that the host's own network
+     * shares; writing this limit is also what turns their accounting on. v2 charges them to
+     * memory.max. The same figure again: the sandbox's sockets cannot take more of the host than
+     * its memory limit says. Optional: kernels without v1 kmem have no file. */
+    return cgroup_write_u64(cg, mem, "memory.kmem.tcp.limit_in_bytes", bytes, true, err) < 0 ? -1
+                                                                                             : 0;
+}
+
+static int v1_write_limits(struct cgroup *cg, const struct cgroup_limits *limits, bool fresh,
+                           err_t *err)
+{
+    if (limits->memory_bytes && v1_write_memory(cg, limits->memory_bytes, fresh, err) < 0)
+        return -1;
     if (limits->pids && cgroup_write_u64(cg, cgroup_v1_hier(cg, CGROUP_V1_PIDS), "pids.max",
                                          limits->pids, false, err) < 0)
         return -1;
@@ -163,7 +173,12 @@ int cgroup_v1_make(struct cgroup *cg, const struct cgroup_limits *limits, err_t 
     for (size_t h = 0; h < cg->host->v1_count; h++)
         if (cgroup_mkdir(cg, &cg->host->v1[h], &cg->made_v1[h], err) < 0)
             return -1;
-    return v1_write_limits(cg, limits, err);
+    return v1_write_limits(cg, limits, true, err);
+}
+
+int cgroup_v1_set_limits(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
+{
+    return v1_write_limits(cg, limits, false, err);
 }
 
 /* ---------- placement and counters ---------- */

@@ -133,14 +133,21 @@ static int v2_hand_down(struct cgroup *cg, err_t *err)
                                                                                              : 0;
 }
 
+static int v2_need_all(const struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
+{
+    if ((limits->memory_bytes && v2_need(cg, CGROUP_V2_MEMORY, "memory", err) < 0) ||
+        (limits->pids && v2_need(cg, CGROUP_V2_PIDS, "pids", err) < 0) ||
+        (limits->cpu_millis && v2_need(cg, CGROUP_V2_CPU, "cpu", err) < 0))
+        return -1;
+    return 0;
+}
+
 int cgroup_v2_make(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
 {
     if (cg->host->mode != CGROUP_MODE_V2)
         return cgroup_mkdir(cg, &cg->host->v2, &cg->made_v2, err);
     /* Checked before the mkdir, so a missing controller leaves no group behind. */
-    if ((limits->memory_bytes && v2_need(cg, CGROUP_V2_MEMORY, "memory", err) < 0) ||
-        (limits->pids && v2_need(cg, CGROUP_V2_PIDS, "pids", err) < 0) ||
-        (limits->cpu_millis && v2_need(cg, CGROUP_V2_CPU, "cpu", err) < 0))
+    if (v2_need_all(cg, limits, err) < 0)
         return -1;
     if (cgroup_mkdir(cg, &cg->host->v2, &cg->made_v2, err) < 0)
         return -1;
@@ -148,6 +155,13 @@ int cgroup_v2_make(struct cgroup *cg, const struct cgroup_limits *limits, err_t 
     if (v2_write_limits(cg, limits, err) < 0)
         return -1;
     return (cg->flags & CGROUP_NESTED) ? v2_hand_down(cg, err) : 0;
+}
+
+int cgroup_v2_set_limits(struct cgroup *cg, const struct cgroup_limits *limits, err_t *err)
+{
+    if (v2_need_all(cg, limits, err) < 0)
+        return -1;
+    return v2_write_limits(cg, limits, err);
 }
 
 /* ---------- placement ---------- */

@@ -15,6 +15,7 @@
 #include "api/interp_json.h"
 #include "jail/cgroup.h"
 #include "serve/commands.h"
+#include "serve/context_share.h"
 #include "util/strfmt.h"
 
 #define KERNEL_LINE_MAX    (32u << 20) /* one message from a kernel */
@@ -82,6 +83,8 @@ struct ictx {
     bool adopted;    /* its kernel ran before this daemon: what it says between executions is old */
     bool via_stub;   /* its kernel's command is the stub: a fork of the zygote, once allowed */
     bool discarding; /* while attaching to an adopted kernel: its replayed output is old */
+    bool share_pids; /* its kernel's group has its pids limit (context_share.h) */
+    bool share_warned;
     unsigned execution_count;
     struct icall *queue;   /* executes in order: the first one is running once sent */
     struct icall *waiters; /* creates and restarts waiting for ready */
@@ -879,6 +882,7 @@ static int kernel_start(struct ictx *ctx, err_t *err)
         .stdin_pipe = true,
     };
     ctx->ready = false;
+    ctx->share_pids = false;
     ctx->line_len = 0;
     ctx->diag_len = 0;
     ctx->diag[0] = '\0';
@@ -929,6 +933,22 @@ static void kernel_kill(struct ictx *ctx)
     scmd_signal(k, SIGKILL, &err); /* its whole tree; the command ends on its own */
 }
 
+/* Before each execution: the context's limits fitted to what the rest of its sandbox holds now.
+ * A failure costs the protection, not the execution: said once per context. */
+static void context_fit(struct ictx *ctx)
+{
+    err_t err;
+    if (!ctx->sb->have_jail || !ctx->kernel)
+        return;
+    if (share_fit(&ctx->sb->jail, ctx->kernel->group, SBX_PIDS, !ctx->share_pids, &err) == 0)
+        ctx->share_pids = true;
+    else if (!ctx->share_warned) {
+        ctx->share_warned = true;
+        fprintf(stderr, "hutch serve: sandbox %s: context %s: its share of the sandbox: %s\n",
+                ctx->sb->id, ctx->id, err.msg);
+    }
+}
+
 /* The next execute is sent when the kernel is ready and none runs; a kernel is started when
  * one waits and none runs. */
 static void queue_kick(struct ictx *ctx)
@@ -956,6 +976,7 @@ static void queue_kick(struct ictx *ctx)
         queue_kick(ctx);
         return;
     }
+    context_fit(ctx);
     int rc = scmd_input(ctx->kernel, false, (const uint8_t *)s, n, &err);
     free(s);
     if (rc < 0) {

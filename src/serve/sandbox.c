@@ -26,7 +26,6 @@
 #define SBX_REMOVE_TRIES    2000 /* 10 s of a cgroup that stays busy */
 #define SBX_FREEZE_POLL_MS  1
 #define SBX_FREEZE_MAX_MS   5000
-#define SBX_DEFAULT_PIDS    4096
 
 /* Init's environment: commands get theirs from the daemon with each spawn. */
 static const char *const init_env[] = {
@@ -447,7 +446,7 @@ static int start_jail(struct sbx *sb, err_t *err)
         .usr_dir = "/usr",
         .stage_dir = d->tpl.stage,
         .limits = {.memory_bytes = (uint64_t)sb->memory_mb << 20,
-                   .pids = SBX_DEFAULT_PIDS,
+                   .pids = SBX_PIDS,
                    .cpu_millis = (uint64_t)sb->cpu_count * 1000,
                    .disk_bytes = (uint64_t)sb->disk_mb << 20},
         .net = JAIL_NET_NONE,

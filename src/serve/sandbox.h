@@ -40,6 +40,7 @@ struct interp_state;
 #define SBX_CPU_COUNT 2
 #define SBX_MEMORY_MB 512
 #define SBX_DISK_MB   1024
+#define SBX_PIDS      4096 /* every sandbox's pids limit */
 
 typedef void (*sbx_done_fn)(struct sbx *sb, int rc, const char *message, void *user);
 

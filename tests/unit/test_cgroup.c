@@ -608,6 +608,56 @@ static void test_create_limits(const struct mode *m)
     ok(group_gone(name), "%s: no directory left", m->label);
 }
 
+static void touch_64mib(void);
+
+/* cgroup_set_limits on a group in use: a memory limit raised lets a process have what the old
+ * one refused (v1 must write memsw before memory when raising, after it when lowering), one
+ * lowered again kills it, a 0 field leaves that limit alone, and pids.max changes. */
+static void test_set_limits(const struct mode *m)
+{
+    char name[64], buf[256];
+    mode_group_name(name, sizeof name, m, "setlim");
+    struct cgroup_limits limits = {.memory_bytes = 32 * MIB, .pids = 64};
+    struct cgroup *cg = NULL;
+    err_t err;
+    if (cgroup_create(m->host, NULL, name, &limits, CGROUP_OOM_GROUP, &cg, &err) < 0) {
+        ok(0, "%s: create: %s", m->label, err.msg);
+        return;
+    }
+    const char *pids_hier = m->kind == CGROUP_MODE_V2 ? "" : "pids";
+    struct cgroup_limits up = {.memory_bytes = 96 * MIB};
+    ok_call(cgroup_set_limits(cg, &up, &err_), "%s: raise the memory limit to 96 MiB", m->label);
+    struct cgroup_memory mem;
+    ok(cgroup_read_memory(cg, &mem, &err) == 0 && mem.limit_bytes == 96 * MIB,
+       "%s: it reads as 96 MiB (%" PRIu64 ")", m->label, mem.limit_bytes);
+    char path[256];
+    if (m->kind != CGROUP_MODE_V2 &&
+        access(group_path(path, sizeof path, "memory", name, "memory.memsw.limit_in_bytes"),
+               F_OK) == 0)
+        is_str(read_group_file(buf, sizeof buf, "memory", name, "memory.memsw.limit_in_bytes"),
+               "100663296\n", "%s: memsw follows it", m->label);
+    is_str(read_group_file(buf, sizeof buf, pids_hier, name, "pids.max"), "64\n",
+           "%s: a pids field of 0 left pids.max alone", m->label);
+    int go;
+    pid_t pid = spawn_waiting(&go, touch_64mib);
+    ok_call(cgroup_attach(cg, pid, &err_), "%s: attach", m->label);
+    release(go);
+    is_u64((uint64_t)reap(pid), 0, "%s: 64 MiB fits under the raised limit", m->label);
+
+    struct cgroup_limits down = {.memory_bytes = 40 * MIB, .pids = 100};
+    ok_call(cgroup_set_limits(cg, &down, &err_), "%s: lower it to 40 MiB, pids.max 100", m->label);
+    ok(cgroup_read_memory(cg, &mem, &err) == 0 && mem.limit_bytes == 40 * MIB,
+       "%s: it reads as 40 MiB (%" PRIu64 ")", m->label, mem.limit_bytes);
+    is_str(read_group_file(buf, sizeof buf, pids_hier, name, "pids.max"), "100\n",
+           "%s: pids.max 100", m->label);
+    pid = spawn_waiting(&go, touch_64mib);
+    ok_call(cgroup_attach(cg, pid, &err_), "%s: attach", m->label);
+    release(go);
+    ok(reap(pid) == SIGKILL, "%s: under the lowered limit 64 MiB is killed", m->label);
+    ok_call(cgroup_destroy(cg, &err_), "%s: destroy", m->label);
+    ok(group_gone(name), "%s: no directory left", m->label);
+}
+
 /* A clash in a hierarchy the mode uses must fail the create and roll back the ones made before
  * it, and must not remove the directory that clashed (it is not ours). */
 static void test_rollback_one(const struct mode *m, const char *clash_hier)
@@ -2774,6 +2824,7 @@ static int test_native_v2(void)
     struct cgroup_host *host = mode_v2_native.host;
     RUN(60, test_native_v2_limits(host));
     RUN(60, test_native_v2_pids(host));
+    RUN(60, test_set_limits(&mode_v2_native));
     RUN(60, test_native_v2_oom(host));
     RUN(60, test_memory(&mode_v2_native));
     RUN(60, test_placement(&mode_v2_native));
@@ -2795,6 +2846,7 @@ static int test_native_v2(void)
 static void test_mode(const struct mode *m)
 {
     RUN(30, test_create_limits(m));
+    RUN(30, test_set_limits(m));
     RUN(30, test_rollback(m));
     RUN(30, test_placement(m));
     RUN(30, test_oom(m));
