@@ -60,7 +60,7 @@ struct icall {
     char ctx_id[40]; /* restart: the context named by the path */
     struct ictx *ctx;
     struct interp_execute exec; /* an execute's request */
-    char exec_id[33];
+    char exec_id[48]; /* "COUNT-HEX": the context's execution count, then 16 random bytes */
     bool responded, sent, held, interrupted, queued;
     uv_timer_t timer; /* keepalives, then an interrupt's grace */
     bool timer_open;
@@ -84,6 +84,8 @@ struct ictx {
     bool via_stub;   /* its kernel's command is the stub: a fork of the zygote, once allowed */
     bool discarding; /* while attaching to an adopted kernel: its replayed output is old */
     bool share_pids; /* its kernel's group has its pids limit (context_share.h) */
+    bool doomed;     /* made by a create whose kernel failed before its first ready: it goes */
+    uint64_t kernel_started_ms;
     bool share_warned;
     unsigned execution_count;
     struct icall *queue;   /* executes in order: the first one is running once sent */
@@ -228,6 +230,7 @@ static bool adopt_kernel(struct sbx *sb, struct scmd *c)
     ctx->discarding = true;
     int rc = scmd_attach(c, &kernel_listener, ctx, &err);
     ctx->discarding = false;
+    ctx->line_len = 0; /* what the replay ended in the middle of is old too */
     if (rc < 0) {
         ctx->kernel = NULL;
         context_free(ctx);
@@ -443,6 +446,15 @@ static const struct http_exchange_callbacks icall_callbacks = {
 static void exec_timer(uv_timer_t *t)
 {
     struct icall *c = t->data;
+    struct ictx *waited = c->ctx;
+    if (waited && waited->kernel && !waited->ready &&
+        uv_now(t->loop) - waited->kernel_started_ms >= READY_TIMEOUT_MS) {
+        kernel_kill(waited);
+        kernel_lost(waited, "the kernel did not get ready within 120 s: it was killed", true);
+        return; /* c was answered (and may be gone) */
+    }
+    if (c->op != ICALL_EXECUTE)
+        return; /* a create or restart: its timer is for the ready only */
     if (c->interrupted) {
         struct ictx *ctx = c->ctx;
         if (ctx) {
@@ -542,15 +554,40 @@ static void diag_add(struct ictx *ctx, const uint8_t *data, size_t len)
 static void kernel_violation(struct ictx *ctx, const char *what)
 {
     char why[2 * sizeof((err_t *)0)->msg];
-    snprintf(why, sizeof why,
-             "the kernel sent %s: it was killed, and the context restarts with its state cleared",
-             what);
+    if (ctx->ready)
+        snprintf(why, sizeof why,
+                 "the kernel sent %s: it was killed, and the context restarts with its state "
+                 "cleared",
+                 what);
+    else
+        snprintf(why, sizeof why, "the kernel sent %s before it was ready: it was killed", what);
     kernel_kill(ctx);
     kernel_lost(ctx, why, false);
 }
 
+/* A line of an adopted kernel's replayed output (what it wrote before this daemon): nothing is
+ * forwarded or judged (the replay may begin mid-line); an end of execution gives back the
+ * context's execution count, which the daemon before us put in the id. */
+static void replayed_message(struct ictx *ctx, const char *line, size_t len)
+{
+    struct kernel_message m;
+    err_t err;
+    if (kernel_message_parse(line, len, "", &m, &err) < 0)
+        return;
+    kernel_message_free(&m);
+    unsigned count;
+    char dash;
+    if (m.type == KERNEL_END_OF_EXECUTION && sscanf(m.end_id, "%u%c", &count, &dash) == 2 &&
+        dash == '-')
+        ctx->execution_count = count;
+}
+
 static void handle_message(struct ictx *ctx, const char *line, size_t len)
 {
+    if (ctx->discarding) {
+        replayed_message(ctx, line, len);
+        return;
+    }
     char at[32];
     api_time_format(sbx_wall_ms(), at);
     struct kernel_message m;
@@ -563,7 +600,7 @@ static void handle_message(struct ictx *ctx, const char *line, size_t len)
     if (!ctx->ready) {
         kernel_message_free(&m);
         if (m.type != KERNEL_READY) {
-            kernel_violation(ctx, "a message before it was ready");
+            kernel_violation(ctx, "a message other than its ready");
             return;
         }
         if (m.pid && ctx->kernel && m.pid != (long)ctx->kernel->pid &&
@@ -606,20 +643,22 @@ static void handle_message(struct ictx *ctx, const char *line, size_t len)
     }
 }
 
-static void on_kernel_output(struct scmd *c, const char *stream, const uint8_t *data, size_t len,
-                             void *user)
+static void kernel_output(struct ictx *ctx, struct scmd *c, const char *stream, const uint8_t *data,
+                          size_t len)
 {
-    struct ictx *ctx = user;
-    if (ctx->discarding)
-        return;
     if (strcmp(stream, "stdout") != 0) {
-        diag_add(ctx, data, len);
+        if (!ctx->discarding)
+            diag_add(ctx, data, len);
         return;
     }
     while (len > 0 && ctx->kernel == c) {
         const uint8_t *nl = memchr(data, '\n', len);
         size_t take = nl ? (size_t)(nl - data) : len;
         if (ctx->line_len + take > KERNEL_LINE_MAX) {
+            if (ctx->discarding) { /* old: skipped */
+                ctx->line_len = 0;
+                return;
+            }
             kernel_violation(ctx, "a line longer than 32 MiB");
             return;
         }
@@ -646,6 +685,15 @@ static void on_kernel_output(struct scmd *c, const char *stream, const uint8_t *
         if (n > 0)
             handle_message(ctx, ctx->line, n);
     }
+}
+
+static void on_kernel_output(struct scmd *c, const char *stream, const uint8_t *data, size_t len,
+                             void *user)
+{
+    struct ictx *ctx = user;
+    kernel_output(ctx, c, stream, data, len);
+    if (ctx->doomed) /* its kernel is detached: nothing calls us for it again */
+        context_free(ctx);
 }
 
 static void on_kernel_end(struct scmd *c, void *user)
@@ -883,6 +931,7 @@ static int kernel_start(struct ictx *ctx, err_t *err)
     };
     ctx->ready = false;
     ctx->share_pids = false;
+    ctx->kernel_started_ms = uv_now(sb->d->loop);
     ctx->line_len = 0;
     ctx->diag_len = 0;
     ctx->diag[0] = '\0';
@@ -906,10 +955,14 @@ static void kernel_lost(struct ictx *ctx, const char *why, bool may_free)
     }
     if (!was_ready) {
         fail_calls(ctx, "KernelError", why);
-        /* a context made by a create that failed is not one: it goes (only from the command's
-         * end, where nothing walks it after us) */
-        if (may_free && !ctx->is_default && !ctx->ever_ready)
-            context_free(ctx);
+        /* a context made by a create that failed is not one: it goes, now where nothing walks it
+         * after us (the command's end, a timer), else at the end of its output's callback */
+        if (!ctx->is_default && !ctx->ever_ready) {
+            if (may_free)
+                context_free(ctx);
+            else
+                ctx->doomed = true;
+        }
         return;
     }
     ctx->execution_count = 0;
@@ -967,7 +1020,10 @@ static void queue_kick(struct ictx *ctx)
     }
     if (!ctx->ready)
         return;
-    random_hex(c->exec_id, 16);
+    /* the count in the id: a daemon after a restart finds it in the replayed output */
+    char hex[33];
+    random_hex(hex, 16);
+    snprintf(c->exec_id, sizeof c->exec_id, "%u-%s", ctx->execution_count + 1, hex);
     size_t n;
     char *s = interp_execute_request(&c->exec, c->exec_id, &n);
     if (!s) {
@@ -992,6 +1048,20 @@ static void queue_kick(struct ictx *ctx)
 }
 
 /* ---------- the routes ---------- */
+
+/* A create or restart waits for the kernel's ready, READY_TIMEOUT_MS at most (exec_timer). */
+static void ready_wait(struct icall *c, struct ictx *ctx)
+{
+    c->ctx = ctx;
+    c->next = ctx->waiters;
+    ctx->waiters = c;
+    if (!c->timer_open && uv_timer_init(c->d->loop, &c->timer) == 0) {
+        c->timer.data = c;
+        c->timer_open = true;
+    }
+    if (c->timer_open)
+        uv_timer_start(&c->timer, exec_timer, READY_TIMEOUT_MS, 0);
+}
 
 static struct icall *icall_new(struct serve *d, struct sbx *sb, struct http_exchange *x,
                                enum icall_op op)
@@ -1102,9 +1172,7 @@ static void do_create(struct icall *c, struct sbx *sb)
         context_free(ctx);
         return;
     }
-    c->ctx = ctx;
-    c->next = ctx->waiters;
-    ctx->waiters = c;
+    ready_wait(c, ctx);
 }
 
 /* The context's kernel killed, its calls ended, and then (restart) a new kernel or (delete)
@@ -1130,9 +1198,7 @@ static void do_restart(struct icall *c, struct sbx *sb)
         http_respond_error(c->x, 500, "context %s: %s", ctx->id, err.msg);
         return;
     }
-    c->ctx = ctx;
-    c->next = ctx->waiters;
-    ctx->waiters = c;
+    ready_wait(c, ctx);
 }
 
 static int on_body_data(struct http_exchange *x, const char *data, size_t len, void *user)

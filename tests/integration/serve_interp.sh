@@ -582,6 +582,24 @@ done
 is "$left" "" "no process of that sandbox left on the host (kernels, zygote)"
 is "$(ls -d /sys/fs/cgroup/*/hutch/"$B" /sys/fs/cgroup/hutch/"$B" 2>/dev/null)" "" "... and no cgroup of it"
 
+# ---------------------------------------------------------------- 7. a kernel that breaks before its ready
+section "7. a kernel that breaks before its ready"
+# node loads NODE_OPTIONS' --require before the kernel: its garbage comes first on the protocol fd
+r=$(api -X POST -d '{"templateID":"base","timeout":300,"envVars":{"NODE_OPTIONS":"--require /tmp/early.js"}}' "$U/v2/sandboxes")
+C=$(jget "$(body_of "$r")" 'd["sandboxID"]')
+C_T=$(jget "$(body_of "$r")" 'd["envdAccessToken"]')
+C_TT=$(jget "$(body_of "$r")" 'd["trafficAccessToken"]')
+made+=("$C")
+sh_in "$C" "$C_T" "echo 'process.stdout.write(\"garbage before ready\" + String.fromCharCode(10))' > /tmp/early.js" >/dev/null
+r=$(curl -s -m 60 -w '\n%{http_code}' -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" \
+    -H "E2B-Traffic-Access-Token: $C_TT" -d '{"language":"js"}' "$U/contexts")
+is "$(status_of "$r")" 500 "a created js context whose kernel writes garbage before its ready: 500"
+like "$(body_of "$r")" "before it was ready" "... saying what the kernel sent"
+listed=$(curl -s -m 30 -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" -H "E2B-Traffic-Access-Token: $C_TT" "$U/contexts")
+is "$(jget "$listed" 'sorted(c["language"] for c in d)')" "['javascript', 'python']" "... and it is not listed (the default ones are)"
+out=$(ex "$C" "$C_T" "" '6 * 7')
+is "$(nd "$out" result)" 42 "... and the default python context of that sandbox works"
+
 # ---------------------------------------------------------------- the end
 section "the end"
 victim_intact "at the end"

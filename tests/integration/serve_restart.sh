@@ -133,6 +133,8 @@ for l in sys.stdin:
     m = json.loads(l)
     if m.get("type") == "result": print(m.get("text")); break
     if m.get("type") == "error": print("error", m.get("name"), m.get("value")); break'; }
+count_of() { python3 -c 'import json,sys
+print([json.loads(l).get("execution_count") for l in sys.stdin if "number_of_executions" in l][:1])' | tr -d '[]'; }
 is "$(ci /execute 60 -d '{"code":"kept = 41; kept"}' | text_of)" 41 "a variable in the default python context"
 sleep 1.5 # the zygote (started with that first context) imports IPython
 ctx=$(ci /contexts 60 -d '{"cwd":"/tmp"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
@@ -140,8 +142,12 @@ is "$(ci /execute 30 -d "{\"code\":\"mine = 'c'; mine\",\"context_id\":\"$ctx\"}
 kill -9 "$daemon"
 wait "$daemon" 2>/dev/null
 start_daemon
-is "$(ci /execute 30 -d '{"code":"kept + 1"}' | text_of)" 42 "after a kill -9 of the daemon the default context has its variable"
-is "$(ci /execute 30 -d "{\"code\":\"import os; (mine, os.getcwd())\",\"context_id\":\"$ctx\"}" | text_of)" "('c', '/tmp')" "... and the created one its variable and cwd"
+out=$(ci /execute 30 -d '{"code":"kept + 1"}')
+is "$(text_of <<<"$out")" 42 "after a kill -9 of the daemon the default context has its variable"
+is "$(count_of <<<"$out")" 2 "... and counts on from its execution count (2: one before the restart)"
+out=$(ci /execute 30 -d "{\"code\":\"import os; (mine, os.getcwd())\",\"context_id\":\"$ctx\"}")
+is "$(text_of <<<"$out")" "('c', '/tmp')" "... and the created one its variable and cwd"
+is "$(count_of <<<"$out")" 2 "... and its count"
 ci /contexts 10 | grep -q "$ctx" && ok "... and it is listed" || not_ok "... and it is listed"
 ci /execute 2 -d "{\"code\":\"import time; time.sleep(300)\",\"context_id\":\"$ctx\"}" >/dev/null
 t0=$(date +%s.%N)
