@@ -274,6 +274,33 @@ int cgroup_scan_procs(const struct cgroup *cg, const struct cgroup_hier *h, bool
     return 0;
 }
 
+int cgroup_for_each_child(const struct cgroup *cg, void (*fn)(const char *name, void *user),
+                          void *user, err_t *err)
+{
+    const struct cgroup_hier *h =
+        cg->host->mode != CGROUP_MODE_V1 && cg->made_v2 ? &cg->host->v2 : NULL;
+    for (size_t i = 0; !h && i < cg->host->v1_count; i++)
+        if (cg->made_v1[i])
+            h = &cg->host->v1[i];
+    if (!h)
+        return 0; /* nothing made: no children */
+    int fd = cgroup_open_file(cg, h, "", O_RDONLY | O_DIRECTORY);
+    if (fd < 0) {
+        err_set(err, errno, "open");
+        return cgroup_fail(cg, h, err);
+    }
+    cleanup_dir DIR *dir = fdopendir(fd);
+    if (!dir) {
+        close(fd);
+        return cgroup_error(err, errno, "cgroup %s: fdopendir", cg->path);
+    }
+    struct dirent *de;
+    while ((de = readdir(dir)))
+        if (de->d_type == DT_DIR && de->d_name[0] != '.')
+            fn(de->d_name, user);
+    return 0;
+}
+
 /* ---------- mode detection ---------- */
 
 const char *cgroup_mode_name(enum cgroup_mode mode)

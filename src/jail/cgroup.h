@@ -187,6 +187,10 @@ int cgroup_frozen(struct cgroup *cg, bool *frozen, err_t *err);
 int cgroup_remove(struct cgroup *cg, err_t *err);
 /* Whether no directory of the group is left (after cgroup_remove, or nothing was ever made). */
 bool cgroup_removed(const struct cgroup *cg);
+/* Calls fn with the name of each child group of cg, as one of its hierarchies lists them
+ * (cgroup2 where it has a directory there; they are made in all alike). */
+int cgroup_for_each_child(const struct cgroup *cg, void (*fn)(const char *name, void *user),
+                          void *user, err_t *err);
 
 /* ---- blocking compositions (bounded by a few seconds; not for an event loop) ---- */
 

@@ -3,8 +3,8 @@
 
 #include <errno.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,8 +12,8 @@
 
 #define SPAWN_BUF PROTO_MAX_TO_INIT
 
-int jail_agent_send(struct jail *jail, const void *buf, size_t len, const int *fds,
-                    size_t n_fds, err_t *err)
+int jail_agent_send(struct jail *jail, const void *buf, size_t len, const int *fds, size_t n_fds,
+                    err_t *err)
 {
     if (len == 0)
         return err_set(err, E2BIG, "sandbox %s: the request does not fit in a message", jail->name);
@@ -33,8 +33,29 @@ int jail_command_group_open(struct jail *jail, const char *group, struct cgroup 
     return cgroup_open(cgroup_host_of(jail->cgroup), path, 0, out, err);
 }
 
-int jail_command_start(struct jail *jail, const struct jail_command_spec *spec,
-                       uint32_t request_id, char group[JAIL_COMMAND_GROUP_MAX + 1], err_t *err)
+static void note_group(const char *name, void *user)
+{
+    uint32_t *first_free = user;
+    char *end;
+    errno = 0;
+    unsigned long n =
+        name[0] == 'c' && name[1] >= '1' && name[1] <= '9' ? strtoul(name + 1, &end, 10) : 0;
+    if (n && !errno && !*end && n < UINT32_MAX && n + 1 > *first_free)
+        *first_free = (uint32_t)n + 1;
+}
+
+int jail_command_first_free_id(struct jail *jail, uint32_t *id, err_t *err)
+{
+    *id = 1;
+    if (!jail->cgroup)
+        return 0;
+    if (cgroup_for_each_child(jail->cgroup, note_group, id, err) < 0)
+        return err_wrap(err, "sandbox %s: its command groups", jail->name);
+    return 0;
+}
+
+int jail_command_start(struct jail *jail, const struct jail_command_spec *spec, uint32_t request_id,
+                       char group[JAIL_COMMAND_GROUP_MAX + 1], err_t *err)
 {
     /* The request first: a bad one is refused whatever state the sandbox is in. */
     if (!spec->argv || !spec->argv[0])
@@ -67,18 +88,25 @@ int jail_command_start(struct jail *jail, const struct jail_command_spec *spec,
     if (cgroup_self_attach_open(cg, fds + n_fds, PROTO_MAX_V1_FDS, &n_v1, err) < 0)
         goto out;
     n_fds += (int)n_v1;
-    struct proto_spawn s = {
-        .tag = spec->tag ? spec->tag : "", .argv = (char **)spec->argv,
-        .envp = (char **)spec->envp, .cwd = spec->cwd, .as_root = spec->as_root,
-        .stdin_pipe = spec->stdin_pipe, .pty = spec->pty, .rows = spec->rows, .cols = spec->cols,
-        .has_cgroup_fd = has_dir, .n_v1_fds = (unsigned)n_v1, .cgroup = group};
+    struct proto_spawn s = {.tag = spec->tag ? spec->tag : "",
+                            .argv = (char **)spec->argv,
+                            .envp = (char **)spec->envp,
+                            .cwd = spec->cwd,
+                            .as_root = spec->as_root,
+                            .stdin_pipe = spec->stdin_pipe,
+                            .pty = spec->pty,
+                            .rows = spec->rows,
+                            .cols = spec->cols,
+                            .has_cgroup_fd = has_dir,
+                            .n_v1_fds = (unsigned)n_v1,
+                            .cgroup = group};
     buf = malloc(SPAWN_BUF);
     if (!buf) {
         err_set(err, ENOMEM, "sandbox %s: spawn", jail->name);
         goto out;
     }
     rc = jail_agent_send(jail, buf, proto_encode_spawn(buf, SPAWN_BUF, request_id, &s), fds,
-                      (size_t)n_fds, err);
+                         (size_t)n_fds, err);
 out:
     for (int i = 0; i < n_fds; i++)
         close(fds[i]);
@@ -118,8 +146,8 @@ int jail_agent_stdin_write(struct jail *jail, uint32_t request_id, uint32_t cmd_
     return jail_agent_send(jail, buf, proto_finish(&w), NULL, 0, err);
 }
 
-int jail_agent_resize(struct jail *jail, uint32_t request_id, uint32_t cmd_id,
-                      unsigned short rows, unsigned short cols, err_t *err)
+int jail_agent_resize(struct jail *jail, uint32_t request_id, uint32_t cmd_id, unsigned short rows,
+                      unsigned short cols, err_t *err)
 {
     uint8_t buf[128];
     struct proto_writer w;
@@ -131,8 +159,8 @@ int jail_agent_resize(struct jail *jail, uint32_t request_id, uint32_t cmd_id,
 }
 
 /* SPAWN_REPLY: the ends, in PROTO_FD_* order, exactly as many as the mask says. */
-static int take_fds(struct jail_agent_msg *out, const struct proto_msg *m, int *fds,
-                    size_t n_fds, err_t *err)
+static int take_fds(struct jail_agent_msg *out, const struct proto_msg *m, int *fds, size_t n_fds,
+                    err_t *err)
 {
     uint32_t mask;
     if (proto_get_u32(m, PROTO_T_FDS, &mask, err) < 0)
@@ -156,8 +184,7 @@ int jail_agent_recv(struct jail *jail, struct jail_agent_msg *out, err_t *err)
     for (int i = 0; i < 4; i++)
         out->fds[i] = -1;
     out->files.fd = -1;
-    ssize_t n = proto_recv(jail->control_fd, out->raw, sizeof out->raw, fds, PROTO_MAX_FDS,
-                           &n_fds);
+    ssize_t n = proto_recv(jail->control_fd, out->raw, sizeof out->raw, fds, PROTO_MAX_FDS, &n_fds);
     if (n < 0 && errno == EAGAIN)
         return 0;
     if (n < 0)
@@ -223,8 +250,7 @@ int jail_agent_recv(struct jail *jail, struct jail_agent_msg *out, err_t *err)
                     goto out;
                 out->more = more != 0;
             } else if (f.tag == PROTO_T_ENTRY && out->n_entries < PROTO_MAX_ENTRIES) {
-                if (proto_decode_command(f.data, f.len, &out->entries[out->n_entries++], err) <
-                    0)
+                if (proto_decode_command(f.data, f.len, &out->entries[out->n_entries++], err) < 0)
                     goto out;
             } else {
                 err_set(err, EBADMSG, "protocol: field %u in a list", f.tag);

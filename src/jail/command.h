@@ -16,7 +16,8 @@
 /* A command's tag, as init keeps it (COMMANDS_TAG_MAX); longer is ENAMETOOLONG. A command's cwd,
  * argv and environment have the bounds of a sandbox's (jail.h), which its SPAWN always holds: */
 #define JAIL_COMMAND_MAX_TAG 128
-_Static_assert(JAIL_MAX_SANDBOX_PATH <= PROTO_MAX_STRING && JAIL_COMMAND_MAX_TAG <= PROTO_MAX_STRING &&
+_Static_assert(JAIL_MAX_SANDBOX_PATH <= PROTO_MAX_STRING &&
+                   JAIL_COMMAND_MAX_TAG <= PROTO_MAX_STRING &&
                    JAIL_MAX_ARG_BYTES <= PROTO_MAX_ARG && JAIL_MAX_ARGS <= PROTO_MAX_ARGS,
                "init takes what jail_command_start lets through");
 /* each entry costs its string, its NUL and an 8-byte field header: what the total counts */
@@ -37,8 +38,13 @@ struct jail_command_spec {
 /* Makes the command's cgroup (hutch/NAME/group, group = "c" + request_id) and sends the SPAWN.
  * The answer (SPAWN_REPLY or ERROR, with request_id) comes later; on an ERROR the caller removes
  * the group (jail_command_group_remove). */
-int jail_command_start(struct jail *jail, const struct jail_command_spec *spec,
-                       uint32_t request_id, char group[JAIL_COMMAND_GROUP_MAX + 1], err_t *err);
+int jail_command_start(struct jail *jail, const struct jail_command_spec *spec, uint32_t request_id,
+                       char group[JAIL_COMMAND_GROUP_MAX + 1], err_t *err);
+
+/* The first request id whose group is free: one past the largest "cN" the sandbox's cgroup has
+ * (1 when none). A daemon that reopens a sandbox starts its ids there, since the commands that
+ * ran on through its restart keep their groups. */
+int jail_command_first_free_id(struct jail *jail, uint32_t *id, err_t *err);
 
 /* What init said, checked. */
 struct jail_agent_msg {
@@ -59,8 +65,8 @@ struct jail_agent_msg {
     bool more;
     uint8_t raw[PROTO_MAX_TO_HOST]; /* the message itself: every string above points into it */
 };
-/* About 120 KiB: not for the stack of a deep call. 1 with a message, 0 when nothing is waiting, -1 (err) on a malformed message or when init's
- * end has closed (EPIPE). */
+/* About 120 KiB: not for the stack of a deep call. 1 with a message, 0 when nothing is waiting, -1
+ * (err) on a malformed message or when init's end has closed (EPIPE). */
 int jail_agent_recv(struct jail *jail, struct jail_agent_msg *out, err_t *err);
 
 /* Sends an encoded request (len 0: it did not fit, E2BIG) with fds; never blocks. */
@@ -73,8 +79,8 @@ int jail_agent_request(struct jail *jail, enum proto_type type, uint32_t request
                        uint32_t cmd_id, uint32_t arg, bool group, err_t *err);
 int jail_agent_stdin_write(struct jail *jail, uint32_t request_id, uint32_t cmd_id,
                            const void *data, size_t len, err_t *err);
-int jail_agent_resize(struct jail *jail, uint32_t request_id, uint32_t cmd_id,
-                      unsigned short rows, unsigned short cols, err_t *err);
+int jail_agent_resize(struct jail *jail, uint32_t request_id, uint32_t cmd_id, unsigned short rows,
+                      unsigned short cols, err_t *err);
 
 /* The command's cgroup, by the name jail_command_start gave it. */
 int jail_command_group_open(struct jail *jail, const char *group, struct cgroup **out, err_t *err);

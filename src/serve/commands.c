@@ -324,6 +324,8 @@ void scmd_hold(struct scmd *c, bool hold)
 static void on_exited(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
 {
     struct scmd *c = user;
+    if (!m && c->sb->d->stopping && !c->sb->killing)
+        return; /* it runs on: scmd_release_all keeps its record for the daemon after us */
     if (!m) {
         set_error(c, why);
         c->exited = true;

@@ -21,11 +21,10 @@
 #define KERNEL_LINE_MAX    (32u << 20) /* one message from a kernel */
 #define EXECUTE_BODY_MAX   (2u << 20)  /* an execute's JSON: its code and env vars */
 #define CONTEXT_BODY_MAX   (64u << 10)
-#define CONTEXTS_MAX       128    /* per sandbox, the default ones included */
-#define KEEPALIVE_MS       15000  /* a line while a cell runs (or waits) without other output */
-#define INTERRUPT_GRACE_MS 3000   /* after a SIGINT, before the kernel is killed and restarted */
-#define READY_TIMEOUT_MS   120000 /* a kernel's start-up (jshell takes seconds) */
-#define DIAG_MAX           2048   /* the tail of a kernel's stderr kept for an error message */
+#define CONTEXTS_MAX       128   /* per sandbox, the default ones included */
+#define KEEPALIVE_MS       15000 /* a line while a cell runs (or waits) without other output */
+#define INTERRUPT_GRACE_MS 3000  /* after a SIGINT, before the kernel is killed and restarted */
+#define DIAG_MAX           2048  /* the tail of a kernel's stderr kept for an error message */
 #define KERNEL_TAG_PREFIX  "hutch-interp "
 #define ZYGOTE_STARTS_MAX  3 /* a zygote that keeps dying is given up: kernels start cold */
 #define ZYGOTE_PRELOAD     "numpy,pandas,matplotlib.pyplot"
@@ -448,9 +447,12 @@ static void exec_timer(uv_timer_t *t)
     struct icall *c = t->data;
     struct ictx *waited = c->ctx;
     if (waited && waited->kernel && !waited->ready &&
-        uv_now(t->loop) - waited->kernel_started_ms >= READY_TIMEOUT_MS) {
+        uv_now(t->loop) - waited->kernel_started_ms >= c->d->kernel_ready_ms) {
+        char why[96];
+        snprintf(why, sizeof why, "the kernel did not get ready within %llu s: it was killed",
+                 (unsigned long long)(c->d->kernel_ready_ms / 1000));
         kernel_kill(waited);
-        kernel_lost(waited, "the kernel did not get ready within 120 s: it was killed", true);
+        kernel_lost(waited, why, true);
         return; /* c was answered (and may be gone) */
     }
     if (c->op != ICALL_EXECUTE)
@@ -1049,7 +1051,7 @@ static void queue_kick(struct ictx *ctx)
 
 /* ---------- the routes ---------- */
 
-/* A create or restart waits for the kernel's ready, READY_TIMEOUT_MS at most (exec_timer). */
+/* A create or restart waits for the kernel's ready, d->kernel_ready_ms at most (exec_timer). */
 static void ready_wait(struct icall *c, struct ictx *ctx)
 {
     c->ctx = ctx;
@@ -1060,7 +1062,7 @@ static void ready_wait(struct icall *c, struct ictx *ctx)
         c->timer_open = true;
     }
     if (c->timer_open)
-        uv_timer_start(&c->timer, exec_timer, READY_TIMEOUT_MS, 0);
+        uv_timer_start(&c->timer, exec_timer, c->d->kernel_ready_ms, 0);
 }
 
 static struct icall *icall_new(struct serve *d, struct sbx *sb, struct http_exchange *x,

@@ -894,6 +894,12 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
     bool frozen = false;
     if (jail_frozen(&sb->jail, &frozen, &err) == 0 && frozen != (r->state == SANDBOX_PAUSED))
         jail_freeze_start(&sb->jail, r->state == SANDBOX_PAUSED, &err); /* as the row says */
+    /* new commands' groups ("c" + request id) past those of the commands that ran on */
+    uint32_t first_free;
+    if (jail_command_first_free_id(&sb->jail, &first_free, &err) < 0)
+        fprintf(stderr, "hutch serve: %s: %s\n", sb->id, err.msg);
+    else if (first_free > sb->next_request)
+        sb->next_request = first_free;
     if (sb->jail.control_fd >= 0) {
         agent_attach(sb);
         if (r->state == SANDBOX_RUNNING)

@@ -231,6 +231,22 @@ static void bind_beside(struct serve *d, const char *env_name, const char *name,
     d->mounts[d->n_mounts++] = (struct jail_mount){.host_path = out, .sandbox_path = sandbox_path};
 }
 
+static uint64_t kernel_ready_timeout_ms(void)
+{
+    const char *env = getenv("HUTCH_KERNEL_READY_TIMEOUT");
+    char *end;
+    unsigned long s = env && env[0] ? strtoul(env, &end, 10) : 0;
+    if (!env || !env[0] || *end || s < 1 || s > 3600) {
+        if (env && env[0])
+            fprintf(stderr,
+                    "hutch serve: HUTCH_KERNEL_READY_TIMEOUT=%s is not 1..3600 seconds: "
+                    "120 it is\n",
+                    env);
+        s = 120;
+    }
+    return (uint64_t)s * 1000;
+}
+
 /* The code contexts' kernels (src/interp): $HUTCH_INTERP ("" for none), else src/interp of the
  * source tree our binary was built in (BIN/../src/interp), else an installed
  * BIN/../lib/hutch/interp. Without them sandboxes have no code contexts (port 49999 answers so),
@@ -313,6 +329,7 @@ static int setup(struct serve *d, const struct serve_options *o, err_t *err)
     /* the sandboxes' sudo (src/sudo/main.c) */
     bind_beside(d, "HUTCH_SUDO", "hutch-sudo", d->sudo_path, "/usr/local/bin/sudo", "sudo");
     find_interp(d);
+    d->kernel_ready_ms = kernel_ready_timeout_ms();
     if (d->interp_path[0])
         bind_beside(d, "HUTCH_KERNEL_STUB", "hutch-kernel-stub", d->kernel_stub_path,
                     INTERP_SANDBOX_STUB, "kernel zygotes");

@@ -42,6 +42,9 @@ struct serve {
     /* hutch-kernel-stub beside our binary (or $HUTCH_KERNEL_STUB), bound at
      * INTERP_SANDBOX_STUB: contexts forked from a zygote (src/kstub); "" when none */
     char kernel_stub_path[PATH_MAX];
+    /* how long a kernel may take to its ready before it is killed: $HUTCH_KERNEL_READY_TIMEOUT
+     * seconds (1..3600), else 120 (jshell takes seconds on a busy host) */
+    uint64_t kernel_ready_ms;
     struct jail_mount mounts[3]; /* what every sandbox has bound: sudo, the kernels, the stub */
     size_t n_mounts;
     struct sbx *sandboxes; /* the live ones (sandbox.c) */

@@ -21,10 +21,14 @@ cleanup() {
     lib_cleanup
 }
 trap cleanup EXIT
-HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
-curl -s -o /dev/null "$U/health" && ok "the daemon answers" || { not_ok "the daemon answers"; cat "$LOG"; done_testing; exit; }
+# start_daemon [ENV=VALUE...]: the daemon on $PORT, its log appended to $LOG.
+start_daemon() {
+    env HUTCH_API_KEY=$KEY "$@" "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
+    daemon=$!
+    for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
+    curl -s -o /dev/null "$U/health" && ok "the daemon answers" || { not_ok "the daemon answers"; cat "$LOG"; done_testing; exit; }
+}
+start_daemon
 
 diag_in() { local l; while IFS= read -r l; do diag "$l"; done; }
 api() { curl -s -m 30 -H "X-API-KEY: $KEY" -w '\n%{http_code}' "$@"; }
@@ -599,6 +603,33 @@ listed=$(curl -s -m 30 -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" -H "
 is "$(jget "$listed" 'sorted(c["language"] for c in d)')" "['javascript', 'python']" "... and it is not listed (the default ones are)"
 out=$(ex "$C" "$C_T" "" '6 * 7')
 is "$(nd "$out" result)" 42 "... and the default python context of that sandbox works"
+
+# ---------------------------------------------------------------- 8. a kernel that never gets ready
+section "8. a kernel that never gets ready"
+# the same daemon again (its sandboxes outlive it), its kernels given 3 s to their ready
+kill -TERM "$daemon"
+wait "$daemon"
+is "$?" 0 "the daemon stops on SIGTERM with status 0"
+start_daemon HUTCH_KERNEL_READY_TIMEOUT=3
+sh_in "$C" "$C_T" "echo 'require(\"child_process\").execSync(\"exec sleep 3600\")' > /tmp/early.js" >/dev/null
+t0=$(date +%s.%N)
+r=$(curl -s -m 60 -w '\n%{http_code}' -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" \
+    -H "E2B-Traffic-Access-Token: $C_TT" -d '{"language":"js"}' "$U/contexts")
+took=$(python3 -c "import sys,time; print(time.time() - float(sys.argv[1]))" "$t0")
+is "$(status_of "$r")" 500 "a created js context whose kernel sleeps before its ready: 500"
+like "$(body_of "$r")" "did not get ready within 3 s" "... saying so"
+python3 -c "import sys; sys.exit(not 2.5 < float(sys.argv[1]) < 20)" "$took" && ok "... after about 3 s" ||
+    not_ok "... after about 3 s (took $took s)"
+listed=$(curl -s -m 30 -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" -H "E2B-Traffic-Access-Token: $C_TT" "$U/contexts")
+is "$(jget "$listed" 'sorted(c["language"] for c in d)')" "['javascript', 'python']" "... and it is not listed"
+left=
+for _ in $(seq 50); do
+    left=$(sh_in "$C" "$C_T" 'for p in /proc/[0-9]*; do tr "\0" " " < $p/cmdline; echo; done | grep -c "^sleep 3600" || true')
+    [ "$left" = 0 ] && break
+    sleep 0.1
+done
+is "$left" 0 "... and its kernel's tree is killed (no sleep left in the sandbox)"
+victim_intact "after a daemon restart"
 
 # ---------------------------------------------------------------- the end
 section "the end"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# What a restarted daemon knows of the commands that ran on while it was gone (kill -9): the
+# What a restarted daemon knows of the commands that ran on while it was gone (kill -9, and a
+# clean stop by SIGTERM): the
 # output it had read before (replayed by Connect, in order, the last of a long one as a
 # contiguous tail), what List shows (argv, cwd), a command's lifetime (Connect-Timeout-Ms on
 # Start) still counted from its start (and not while the sandbox was paused), code contexts kept
@@ -77,6 +78,8 @@ elif what == "list":
 EOF
 client() { python3 "$CLIENT" "$PORT" "$sbx" "$tok" "$@"; }
 
+# five that end at once first: the running ones' groups (named by request ids) come after theirs
+for _ in 1 2 3 4 5; do client start true >/dev/null; done
 # A prints 60 lines and waits; L prints 1.3 MB (past the 1 MiB kept); T has a 6 s lifetime.
 pa=$(client start 'for i in $(seq 1 60); do echo line$i; sleep 0.02; done; sleep 60')
 pl=$(client start 'seq 1 200000; sleep 60')
@@ -90,6 +93,11 @@ kill -9 "$daemon"
 wait "$daemon" 2>/dev/null
 start_daemon && ok "the daemon restarts after kill -9" || not_ok "the daemon restarts after kill -9"
 
+# new commands get groups of their own: those of the commands that ran on keep their names
+# (the daemon before numbered them from 1 too: 30 reach past theirs)
+fresh=0
+for _ in $(seq 30); do [[ "$(client start 'sleep 0.2')" =~ ^[0-9]+$ ]] && fresh=$((fresh + 1)); done
+is "$fresh" 30 "30 new commands start after the restart (no group clashes with an adopted one's)"
 want=$(seq 1 60 | sed 's/^/line/')
 is "$(client replay "$pa")" "$want" "Connect after the restart replays all the output read before it, in order"
 client replay "$pl" >"$CLIENT.tail"
@@ -112,6 +120,15 @@ list=$(client list)
 grep -q "^$pt " <<<"$list" && not_ok "the adopted command's lifetime ran out on time (6 s after its start)" ||
     ok "the adopted command's lifetime ran out on time (6 s after its start)"
 grep -q "^$pa " <<<"$list" && ok "the command without a lifetime runs on" || not_ok "the command without a lifetime runs on"
+
+# a clean stop (SIGTERM) leaves every command running too (it is not the sandbox's end)
+kill -TERM "$daemon"
+wait "$daemon"
+is "$?" 0 "SIGTERM stops the daemon with status 0"
+start_daemon && ok "... and it starts again" || not_ok "... and it starts again"
+grep -q "^$pa " <<<"$(client list)" && ok "a command runs on through a SIGTERM stop of the daemon" ||
+    not_ok "a command runs on through a SIGTERM stop of the daemon"
+is "$(client replay "$pa")" "$want" "... and Connect replays its output after it"
 
 # a lifetime does not count while the sandbox is paused (E2B's paused VM has no clock running)
 pp=$(client start 'sleep 100' 3000)
@@ -153,6 +170,11 @@ ci /execute 2 -d "{\"code\":\"import time; time.sleep(300)\",\"context_id\":\"$c
 t0=$(date +%s.%N)
 is "$(ci /execute 20 -d "{\"code\":\"mine\",\"context_id\":\"$ctx\"}" | text_of)" c "a client gone from a long cell interrupts it after the restart too, state kept"
 awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{exit !(b-a < 5)}' && ok "... within 5 s" || not_ok "... within 5 s"
+kill -TERM "$daemon"
+wait "$daemon"
+start_daemon
+is "$(ci /execute 30 -d '{"code":"kept + 2"}' | text_of)" 43 "after a SIGTERM stop of the daemon the default context has its variable"
+is "$(ci /execute 30 -d "{\"code\":\"mine\",\"context_id\":\"$ctx\"}" | text_of)" c "... and the created one"
 
 curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx"
 sbx_gone=$sbx

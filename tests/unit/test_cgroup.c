@@ -658,6 +658,47 @@ static void test_set_limits(const struct mode *m)
     ok(group_gone(name), "%s: no directory left", m->label);
 }
 
+static void collect_child(const char *name, void *user)
+{
+    char *list = user;
+    if (strlen(list) + strlen(name) + 2 < 128) {
+        strcat(list, name);
+        strcat(list, " ");
+    }
+}
+
+/* cgroup_for_each_child names each child group once (a daemon after a restart finds the command
+ * groups that ran on by it), and none of a childless group. */
+static void test_children(const struct mode *m)
+{
+    char name[64];
+    mode_group_name(name, sizeof name, m, "children");
+    struct cgroup *parent = NULL, *kids[3] = {NULL};
+    static const char *const kid_names[] = {"c12", "c3", "x9"};
+    err_t err;
+    if (cgroup_create(m->host, NULL, name, NULL, CGROUP_NESTED, &parent, &err) < 0) {
+        ok(0, "%s: create: %s", m->label, err.msg);
+        return;
+    }
+    char list[128] = "";
+    ok_call(cgroup_for_each_child(parent, collect_child, list, &err_), "%s: list no children",
+            m->label);
+    is_str(list, "", "%s: a new group has no children", m->label);
+    for (size_t i = 0; i < 3; i++)
+        ok_call(cgroup_create(m->host, parent, kid_names[i], NULL, 0, &kids[i], &err_),
+                "%s: child %s", m->label, kid_names[i]);
+    list[0] = '\0';
+    ok_call(cgroup_for_each_child(parent, collect_child, list, &err_), "%s: list the children",
+            m->label);
+    ok(strlen(list) == strlen("c12 c3 x9 ") && strstr(list, "c12 ") && strstr(list, "c3 ") &&
+           strstr(list, "x9 "),
+       "%s: each child named once (%s)", m->label, list);
+    for (size_t i = 0; i < 3; i++)
+        ok_call(cgroup_destroy(kids[i], &err_), "%s: destroy %s", m->label, kid_names[i]);
+    ok_call(cgroup_destroy(parent, &err_), "%s: destroy", m->label);
+    ok(group_gone(name), "%s: no directory left", m->label);
+}
+
 /* A clash in a hierarchy the mode uses must fail the create and roll back the ones made before
  * it, and must not remove the directory that clashed (it is not ours). */
 static void test_rollback_one(const struct mode *m, const char *clash_hier)
@@ -2825,6 +2866,7 @@ static int test_native_v2(void)
     RUN(60, test_native_v2_limits(host));
     RUN(60, test_native_v2_pids(host));
     RUN(60, test_set_limits(&mode_v2_native));
+    RUN(60, test_children(&mode_v2_native));
     RUN(60, test_native_v2_oom(host));
     RUN(60, test_memory(&mode_v2_native));
     RUN(60, test_placement(&mode_v2_native));
@@ -2847,6 +2889,7 @@ static void test_mode(const struct mode *m)
 {
     RUN(30, test_create_limits(m));
     RUN(30, test_set_limits(m));
+    RUN(30, test_children(m));
     RUN(30, test_rollback(m));
     RUN(30, test_placement(m));
     RUN(30, test_oom(m));
