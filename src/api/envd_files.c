@@ -280,6 +280,11 @@ char *envd_entry_json(const struct proto_file_entry *e)
     return dump(entry_object(e));
 }
 
+json_t *envd_entry_object(const struct proto_file_entry *e)
+{
+    return entry_object(e);
+}
+
 char *envd_entry_reply(const struct proto_file_entry *e)
 {
     json_t *entry = entry_object(e);
@@ -309,16 +314,21 @@ static const char *event_type_name(uint32_t kind)
     return kind < sizeof names / sizeof names[0] ? names[kind] : NULL;
 }
 
-/* FilesystemEvent: {"name", "type"}; NULL for a kind that has no EventType. */
-static json_t *event_object(uint32_t kind, const char *name)
+/* FilesystemEvent: {"name", "type", "entry"?}; NULL for a kind that has no EventType. */
+static json_t *event_object(uint32_t kind, const char *name, json_t *entry)
 {
     const char *type = event_type_name(kind);
-    return type ? json_pack("{s:o, s:s}", "name", name_string(name), "type", type) : NULL;
+    json_t *e = type ? json_pack("{s:o, s:s}", "name", name_string(name), "type", type) : NULL;
+    if (e && entry && json_object_set(e, "entry", entry) < 0) {
+        json_decref(e);
+        return NULL;
+    }
+    return e;
 }
 
-char *envd_watch_event(uint32_t kind, const char *name)
+char *envd_watch_event(uint32_t kind, const char *name, json_t *entry)
 {
-    json_t *e = event_object(kind, name);
+    json_t *e = event_object(kind, name, entry);
     return e ? dump(json_pack("{s:o}", "filesystem", e)) : NULL;
 }
 
@@ -367,7 +377,7 @@ char *envd_watcher_events_reply(const struct envd_watch_item *items, size_t n)
     for (size_t i = 0; list && i < n; i++) {
         if (!event_type_name(items[i].kind))
             continue;
-        json_t *e = event_object(items[i].kind, items[i].name);
+        json_t *e = event_object(items[i].kind, items[i].name, items[i].entry);
         if (!e || json_array_append_new(list, e) < 0) {
             json_decref(list);
             return NULL;

@@ -54,6 +54,8 @@ void envd_owner_name(uint32_t id, char out[16]);
  * is what envd makes of it: the type and mode of what it leads to, symlinkTarget that place's
  * absolute path; one that leads nowhere is UNSPECIFIED with its own path as symlinkTarget. */
 char *envd_entry_json(const struct proto_file_entry *e);
+/* The same EntryInfo as a new jansson object (NULL: no memory). */
+json_t *envd_entry_object(const struct proto_file_entry *e);
 /* The metadata object of an entry's "KEY=VALUE\n" lines; NULL when there are none. */
 json_t *envd_metadata_object(const char *lines);
 
@@ -70,8 +72,9 @@ char *envd_entry_reply(const struct proto_file_entry *e);
 /* {"entries": [EntryInfo...]} (ListDir). */
 char *envd_list_reply_files(const struct proto_file_entry *entries, size_t n);
 /* A WatchDir frame: {"filesystem":{"name": name relative to the watched directory, "type":
- * "EVENT_TYPE_CREATE"...}}; NULL for an overflow (the stream ends with an error instead). */
-char *envd_watch_event(uint32_t kind, const char *name);
+ * "EVENT_TYPE_CREATE"..., "entry": EntryInfo when entry (includeEntry)}}; NULL for an overflow
+ * (the stream ends with an error instead). */
+char *envd_watch_event(uint32_t kind, const char *name, json_t *entry);
 /* WatchDir's first frame: {"start":{}}. */
 char *envd_watch_start(void);
 /* WatchDir's keepalive frame: {"keepalive":{}}. */
@@ -89,6 +92,7 @@ char *envd_watcher_created(const char *id);
 struct envd_watch_item {
     uint32_t kind; /* PROTO_WATCH_CREATE .. PROTO_WATCH_CHMOD */
     const char *name;
+    json_t *entry; /* its EntryInfo (includeEntry), or NULL; not taken */
 };
 /* GetWatcherEvents' answer: {"events": [{"name", "type"}...]} in order; an item of another kind
  * (OVERFLOW) is left out. */

@@ -224,6 +224,7 @@ static void do_watch_start(struct files_worker *w, uint32_t id, const struct pro
         return;
     }
     w->watches[w->n_watches].id = id;
+    w->watches[w->n_watches].entries = r->flags & PROTO_WATCH_ENTRIES;
     w->watches[w->n_watches++].watch = watch;
     reply_ok(w, id, PROTO_T_WATCH_ID, id);
 }
@@ -232,6 +233,7 @@ static void do_watch_start(struct files_worker *w, uint32_t id, const struct pro
 struct events_out {
     struct files_worker *w;
     uint32_t watch_id;
+    struct files_entry *entry; /* WATCH_ENTRIES: room for a stat, else NULL */
     struct proto_writer wr;
     size_t n;
 };
@@ -253,9 +255,20 @@ static void events_flush(struct events_out *o)
 static int watch_event(const struct files_watch_event *e, void *arg, err_t *err)
 {
     struct events_out *o = arg;
-    if (o->n == PROTO_MAX_EVENTS || o->wr.cap - o->wr.len < EVENT_FIELD_MAX)
+    if (o->n == PROTO_MAX_EVENTS ||
+        o->wr.cap - o->wr.len < EVENT_FIELD_MAX + (o->entry ? FILE_FIELD_MAX + 16 : 0))
         events_flush(o);
     struct proto_watch_event p = {.kind = (uint32_t)e->kind, .path = e->path, .is_dir = e->is_dir};
+    /* As envd: the file as it is now, for the kinds that leave one (none when it is gone
+     * already: a stat that fails leaves the event without). */
+    err_t stat_err;
+    if (o->entry &&
+        (e->kind == FILES_WATCH_CREATE || e->kind == FILES_WATCH_WRITE ||
+         e->kind == FILES_WATCH_CHMOD) &&
+        files_stat(o->w->root_fd, e->path, false, o->entry, &stat_err) == 0) {
+        entry_to_proto(o->entry, 0, &p.file);
+        p.has_file = true;
+    }
     proto_put_event(&o->wr, &p);
     o->n++;
     return 0;
@@ -263,7 +276,9 @@ static int watch_event(const struct files_watch_event *e, void *arg, err_t *err)
 
 void files_ops_watch_read(struct files_worker *w, size_t i)
 {
-    struct events_out o = {.w = w, .watch_id = w->watches[i].id};
+    cleanup_free struct files_entry *entry =
+        w->watches[i].entries ? malloc(sizeof *entry) : NULL; /* none: events without files */
+    struct events_out o = {.w = w, .watch_id = w->watches[i].id, .entry = entry};
     err_t err;
     events_begin(&o);
     int rc = files_watch_read(w->watches[i].watch, watch_event, &o, &err);

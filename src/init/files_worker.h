@@ -22,6 +22,7 @@ struct files_worker {
     struct {
         uint32_t id; /* init's, unique in the sandbox */
         struct files_watch *watch;
+        bool entries; /* WATCH_ENTRIES: CREATE, WRITE and CHMOD events carry the file */
     } watches[FILES_WORKER_MAX_WATCHES];
     size_t n_watches;
     uint8_t out[PROTO_MAX_TO_HOST]; /* a reply or a batch of events, being built */

@@ -14,38 +14,38 @@
 
 #include "util/err.h"
 
-#define PROTO_MAGIC        0x31545548u /* "HUT1" on the wire (little-endian) */
-#define PROTO_VERSION      3 /* 1: commands; 2: files and watches; 3: sudo (README.md, "Versions") */
-#define PROTO_HEADER_SIZE  16
-#define PROTO_MAX_TO_INIT  (1u << 20) /* host -> init: a spawn carries argv and env */
-#define PROTO_MAX_TO_HOST  (64u << 10) /* init -> host: long answers come in chunks */
-#define PROTO_MAX_FDS      8
-#define PROTO_MAX_V1_FDS   5 /* a SPAWN's v1 tasks files: one per v1 hierarchy (cgroup.h) */
-#define PROTO_MAX_STRING   4096        /* tags, paths, messages */
-#define PROTO_MAX_ARG      (128u << 10) /* one argv or env entry, as the kernel's MAX_ARG_STRLEN */
-#define PROTO_MAX_ARGS     4096        /* entries of argv, and of env */
-#define PROTO_MAX_ENTRIES  256         /* entries per LIST_REPLY chunk */
-#define PROTO_MAX_NAME     255         /* a file's NAME: one path component */
-#define PROTO_MAX_FILES    512         /* FILE entries per FILE_LIST_REPLY chunk */
-#define PROTO_MAX_EVENTS   512         /* EVENTs per WATCH_EVENTS */
-#define PROTO_MAX_DEPTH    4096        /* a FILE_LIST's DEPTH */
+#define PROTO_MAGIC       0x31545548u /* "HUT1" on the wire (little-endian) */
+#define PROTO_VERSION     3 /* 1: commands; 2: files and watches; 3: sudo (README.md, "Versions") */
+#define PROTO_HEADER_SIZE 16
+#define PROTO_MAX_TO_INIT (1u << 20)  /* host -> init: a spawn carries argv and env */
+#define PROTO_MAX_TO_HOST (64u << 10) /* init -> host: long answers come in chunks */
+#define PROTO_MAX_FDS     8
+#define PROTO_MAX_V1_FDS  5    /* a SPAWN's v1 tasks files: one per v1 hierarchy (cgroup.h) */
+#define PROTO_MAX_STRING  4096 /* tags, paths, messages */
+#define PROTO_MAX_ARG     (128u << 10) /* one argv or env entry, as the kernel's MAX_ARG_STRLEN */
+#define PROTO_MAX_ARGS    4096         /* entries of argv, and of env */
+#define PROTO_MAX_ENTRIES 256          /* entries per LIST_REPLY chunk */
+#define PROTO_MAX_NAME    255          /* a file's NAME: one path component */
+#define PROTO_MAX_FILES   512          /* FILE entries per FILE_LIST_REPLY chunk */
+#define PROTO_MAX_EVENTS  512          /* EVENTs per WATCH_EVENTS */
+#define PROTO_MAX_DEPTH   4096         /* a FILE_LIST's DEPTH */
 
 enum proto_type {
-    PROTO_HELLO = 1,     /* host -> init: {VERSION} -> HELLO_REPLY {VERSION, PID} */
+    PROTO_HELLO = 1, /* host -> init: {VERSION} -> HELLO_REPLY {VERSION, PID} */
     PROTO_HELLO_REPLY,
-    PROTO_OK,            /* a reply with nothing to say (fds may come with it) */
-    PROTO_ERROR,         /* a reply: {ERRNO, MESSAGE} */
-    PROTO_SPAWN,         /* host -> init: a command; fds: its cgroup (see README) */
-    PROTO_SPAWN_REPLY,   /* {CMD_ID, PID, FDS}; fds: the host's ends */
-    PROTO_ATTACH,        /* {CMD_ID} -> SPAWN_REPLY with the same ends again */
-    PROTO_SIGNAL,        /* {CMD_ID, SIGNAL, GROUP} -> OK */
-    PROTO_STDIN_WRITE,   /* {CMD_ID, DATA} -> OK {WRITTEN} */
-    PROTO_STDIN_CLOSE,   /* {CMD_ID} -> OK */
-    PROTO_RESIZE,        /* {CMD_ID, ROWS, COLS} -> OK */
-    PROTO_LIST,          /* {} -> LIST_REPLY chunks, the last without MORE */
-    PROTO_LIST_REPLY,    /* {ENTRY...; MORE} */
-    PROTO_FORGET,        /* {CMD_ID} -> OK: an ended command's record and fds go */
-    PROTO_EXITED,        /* init -> host, unsolicited (request id 0): {CMD_ID, PID, EXIT_CODE, SIGNAL} */
+    PROTO_OK,          /* a reply with nothing to say (fds may come with it) */
+    PROTO_ERROR,       /* a reply: {ERRNO, MESSAGE} */
+    PROTO_SPAWN,       /* host -> init: a command; fds: its cgroup (see README) */
+    PROTO_SPAWN_REPLY, /* {CMD_ID, PID, FDS}; fds: the host's ends */
+    PROTO_ATTACH,      /* {CMD_ID} -> SPAWN_REPLY with the same ends again */
+    PROTO_SIGNAL,      /* {CMD_ID, SIGNAL, GROUP} -> OK */
+    PROTO_STDIN_WRITE, /* {CMD_ID, DATA} -> OK {WRITTEN} */
+    PROTO_STDIN_CLOSE, /* {CMD_ID} -> OK */
+    PROTO_RESIZE,      /* {CMD_ID, ROWS, COLS} -> OK */
+    PROTO_LIST,        /* {} -> LIST_REPLY chunks, the last without MORE */
+    PROTO_LIST_REPLY,  /* {ENTRY...; MORE} */
+    PROTO_FORGET,      /* {CMD_ID} -> OK: an ended command's record and fds go */
+    PROTO_EXITED, /* init -> host, unsolicited (request id 0): {CMD_ID, PID, EXIT_CODE, SIGNAL} */
     /* Version 2: files, served by init's files workers (src/init/README.md). */
     PROTO_FILE_STAT,       /* {PATH, USER, FOLLOW} -> FILE_INFO */
     PROTO_FILE_INFO,       /* {FILE} */
@@ -57,7 +57,7 @@ enum proto_type {
     PROTO_FILE_MKDIR,      /* {PATH, USER, MODE, UID+GID} -> OK {CREATED} */
     PROTO_FILE_MOVE,       /* {PATH, TO, USER, UID+GID, FLAGS} -> OK */
     PROTO_FILE_REMOVE,     /* {PATH, USER} -> OK */
-    PROTO_WATCH_START,     /* {PATH, USER, RECURSIVE} -> OK {WATCH_ID} */
+    PROTO_WATCH_START,     /* {PATH, USER, RECURSIVE, FLAGS} -> OK {WATCH_ID} */
     PROTO_WATCH_STOP,      /* {WATCH_ID} -> OK */
     PROTO_WATCH_EVENTS,    /* init -> host, request id 0: {WATCH_ID, EVENT...} */
     PROTO_WATCH_ENDED,     /* init -> host, request id 0: {WATCH_ID, ERRNO, MESSAGE}: it broke */
@@ -122,7 +122,7 @@ enum proto_tag {
     PROTO_T_CREATED,     /* u32 0/1 */
     PROTO_T_WATCH_ID,    /* u32, not 0 */
     PROTO_T_RECURSIVE,   /* u32 0/1 */
-    PROTO_T_EVENT,       /* nested fields: KIND, PATH, IS_DIR */
+    PROTO_T_EVENT,       /* nested fields: KIND, PATH, IS_DIR, and FILE (WATCH_ENTRIES) */
     PROTO_T_KIND,        /* u32: PROTO_WATCH_* */
     PROTO_T_IS_DIR,      /* u32 0/1 */
     PROTO_T_ACCESS,      /* u32: 0 read, 1 write */
@@ -134,23 +134,41 @@ enum proto_tag {
 };
 _Static_assert(PROTO_T_END <= 64, "field sets are 64-bit masks");
 
-/* FLAGS: FILE_WRITE takes the first four and OWN, FILE_MOVE MAKE_PARENTS and NO_REPLACE. */
+/* FLAGS: FILE_WRITE takes the first four and OWN, FILE_MOVE MAKE_PARENTS and NO_REPLACE,
+ * WATCH_START WATCH_ENTRIES. */
 enum {
     PROTO_FILE_TRUNCATE = 1u << 0,
     PROTO_FILE_APPEND = 1u << 1,
     PROTO_FILE_EXCLUSIVE = 1u << 2,
     PROTO_FILE_MAKE_PARENTS = 1u << 3,
     PROTO_FILE_NO_REPLACE = 1u << 4,
-    PROTO_FILE_OWN = 1u << 5, /* an existing file is given to UID:GID too (envd's upload) */
+    PROTO_FILE_OWN = 1u << 5,      /* an existing file is given to UID:GID too (envd's upload) */
+    PROTO_WATCH_ENTRIES = 1u << 6, /* its CREATE, WRITE and CHMOD events carry the file (FILE) */
 };
-enum { PROTO_FILE_TYPE_FILE, PROTO_FILE_TYPE_DIR, PROTO_FILE_TYPE_SYMLINK, PROTO_FILE_TYPE_OTHER,
-       PROTO_FILE_TYPE_END };
+enum {
+    PROTO_FILE_TYPE_FILE,
+    PROTO_FILE_TYPE_DIR,
+    PROTO_FILE_TYPE_SYMLINK,
+    PROTO_FILE_TYPE_OTHER,
+    PROTO_FILE_TYPE_END
+};
 /* KIND of an EVENT, as fsnotify (E2B's) names them; OVERFLOW: events were lost. */
-enum { PROTO_WATCH_CREATE, PROTO_WATCH_WRITE, PROTO_WATCH_REMOVE, PROTO_WATCH_RENAME,
-       PROTO_WATCH_CHMOD, PROTO_WATCH_OVERFLOW, PROTO_WATCH_KIND_END };
+enum {
+    PROTO_WATCH_CREATE,
+    PROTO_WATCH_WRITE,
+    PROTO_WATCH_REMOVE,
+    PROTO_WATCH_RENAME,
+    PROTO_WATCH_CHMOD,
+    PROTO_WATCH_OVERFLOW,
+    PROTO_WATCH_KIND_END
+};
 
-enum { PROTO_FD_STDOUT = 1u << 0, PROTO_FD_STDERR = 1u << 1, PROTO_FD_STDIN = 1u << 2,
-       PROTO_FD_PTY = 1u << 3 };
+enum {
+    PROTO_FD_STDOUT = 1u << 0,
+    PROTO_FD_STDERR = 1u << 1,
+    PROTO_FD_STDIN = 1u << 2,
+    PROTO_FD_PTY = 1u << 3
+};
 
 /* ---- building a message ---- */
 
@@ -211,10 +229,10 @@ int proto_field_str(const struct proto_field *f, size_t max, const char **out, e
 /* ---- typed messages ---- */
 
 struct proto_spawn {
-    const char *tag;  /* "" if none */
-    char **argv;      /* malloc'd array of pointers into the buffer, NULL-terminated */
-    char **envp;      /* likewise */
-    const char *cwd;  /* NULL = the user's home */
+    const char *tag; /* "" if none */
+    char **argv;     /* malloc'd array of pointers into the buffer, NULL-terminated */
+    char **envp;     /* likewise */
+    const char *cwd; /* NULL = the user's home */
     bool as_root;
     bool stdin_pipe;
     bool pty;
@@ -265,7 +283,8 @@ int proto_get_str(const struct proto_msg *m, enum proto_tag tag, size_t max, con
 int proto_send(int sock, const void *buf, size_t len, const int *fds, size_t n_fds);
 /* Receives one message: its length (0 once the peer has hung up), or -1 with errno (EAGAIN;
  * EMSGSIZE for a datagram or control data that did not fit, EBADMSG for fds that do not match
- * the header's count or an empty datagram from a peer still there). Received fds are close-on-exec and, on any failure, closed. */
+ * the header's count or an empty datagram from a peer still there). Received fds are close-on-exec
+ * and, on any failure, closed. */
 ssize_t proto_recv(int sock, void *buf, size_t cap, int *fds, size_t max_fds, size_t *n_fds);
 /* Raises a socket's buffers so that a PROTO_MAX_TO_INIT message fits (with the FORCE variants
  * where permitted). */

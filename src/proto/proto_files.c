@@ -26,7 +26,7 @@ static uint64_t request_fields(enum proto_type type)
     case PROTO_FILE_MOVE:
         return common | BIT(PROTO_T_TO) | BIT(PROTO_T_UID) | BIT(PROTO_T_GID) | BIT(PROTO_T_FLAGS);
     case PROTO_WATCH_START:
-        return common | BIT(PROTO_T_RECURSIVE);
+        return common | BIT(PROTO_T_RECURSIVE) | BIT(PROTO_T_FLAGS);
     case PROTO_WATCH_STOP:
         return BIT(PROTO_T_WATCH_ID);
     default:
@@ -41,6 +41,8 @@ static uint32_t request_flags(enum proto_type type)
                PROTO_FILE_MAKE_PARENTS | PROTO_FILE_OWN;
     if (type == PROTO_FILE_MOVE)
         return PROTO_FILE_MAKE_PARENTS | PROTO_FILE_NO_REPLACE;
+    if (type == PROTO_WATCH_START)
+        return PROTO_WATCH_ENTRIES;
     return 0;
 }
 
@@ -69,7 +71,7 @@ size_t proto_encode_file_request(void *buf, size_t cap, uint32_t request_id,
     }
     if ((fields & BIT(PROTO_T_MODE)) && r->has_mode)
         proto_put_u32(w, PROTO_T_MODE, r->mode);
-    if (fields & BIT(PROTO_T_FLAGS))
+    if ((fields & BIT(PROTO_T_FLAGS)) && r->flags) /* absent is none (an older init's watch) */
         proto_put_u32(w, PROTO_T_FLAGS, r->flags);
     if (fields & BIT(PROTO_T_DEPTH))
         proto_put_u32(w, PROTO_T_DEPTH, r->depth ? r->depth : 1);
@@ -385,6 +387,8 @@ void proto_put_event(struct proto_writer *w, const struct proto_watch_event *e)
     proto_put_u32(w, PROTO_T_KIND, e->kind);
     proto_put_str(w, PROTO_T_PATH, e->path);
     proto_put_u32(w, PROTO_T_IS_DIR, e->is_dir ? 1 : 0);
+    if (e->has_file)
+        proto_put_file(w, &e->file);
     proto_end_nested(w, start);
 }
 
@@ -398,6 +402,9 @@ static int event_field(const struct proto_field *f, void *arg, err_t *err)
         return field_path(f, &e->path, err);
     case PROTO_T_IS_DIR:
         return field_bool(f, &e->is_dir, err);
+    case PROTO_T_FILE:
+        e->has_file = true;
+        return proto_decode_file(f->data, f->len, &e->file, err);
     default:
         return err_set(err, EBADMSG, "protocol: field %u", f->tag);
     }
@@ -421,10 +428,13 @@ static int events_field(const struct proto_field *f, void *arg, err_t *err)
     memset(e, 0, sizeof *e);
     const uint64_t all = BIT(PROTO_T_KIND) | BIT(PROTO_T_PATH) | BIT(PROTO_T_IS_DIR);
     uint64_t seen;
-    if (walk_fields(f->data, f->len, all, 0, "an event", event_field, e, &seen, err) < 0)
+    if (walk_fields(f->data, f->len, all | BIT(PROTO_T_FILE), 0, "an event", event_field, e, &seen,
+                    err) < 0)
         return -1;
-    if (seen != all)
+    if ((seen & all) != all)
         return err_set(err, EBADMSG, "protocol: an event without its kind, path or type");
+    if (e->has_file && strcmp(e->file.path, e->path) != 0)
+        return err_set(err, EBADMSG, "protocol: an event's file is not at the event's path");
     return 0;
 }
 

@@ -63,6 +63,8 @@ struct proto_watch_event {
     uint32_t kind; /* PROTO_WATCH_* */
     const char *path;
     bool is_dir;
+    bool has_file;                /* a watch's with WATCH_ENTRIES: the file, as a stat found it */
+    struct proto_file_entry file; /* its path is the event's */
 };
 void proto_put_event(struct proto_writer *w, const struct proto_watch_event *e);
 /* WATCH_EVENTS {WATCH_ID, EVENT...}: at most max (PROTO_MAX_EVENTS) events into events. */

@@ -37,6 +37,7 @@ struct wcall;
 struct wevent {
     uint32_t kind;
     char *name;
+    json_t *entry; /* includeEntry: the file's EntryInfo, when init sent it */
 };
 
 struct swatch {
@@ -49,7 +50,7 @@ struct swatch {
     bool running;      /* subscribed to its events; WATCH_STOP ends it in init */
     bool orphan;       /* its owner went while starting: freed when the answer comes */
     bool listed;       /* in the sandbox's watchers */
-    bool as_root, recursive;
+    bool as_root, recursive, include_entry;
     bool failed; /* it broke (overflow, WATCH_ENDED, the sandbox went): code and message say how */
     enum connect_code code;
     char message[256];
@@ -98,15 +99,23 @@ static void send_stop(struct sbx *sb, uint32_t watch_id, bool as_root)
         fprintf(stderr, "hutch serve: %s: stopping watch %u: %s\n", sb->id, watch_id, err.msg);
 }
 
+static void wevent_clear(struct wevent *e)
+{
+    free(e->name);
+    json_decref(e->entry);
+    *e = (struct wevent){0};
+}
+
 static void ring_clear(struct swatch *w)
 {
     for (size_t i = 0; i < w->count; i++)
-        free(w->ring[(w->head + i) % WATCHER_MAX_EVENTS].name);
+        wevent_clear(&w->ring[(w->head + i) % WATCHER_MAX_EVENTS]);
     w->head = w->count = 0;
 }
 
-/* Appends an event (name copied); a full ring drops its oldest. -1: no memory. */
-static int ring_push(struct swatch *w, uint32_t kind, const char *name)
+/* Appends an event (name copied, a reference to entry taken); a full ring drops its oldest.
+ * -1: no memory. */
+static int ring_push(struct swatch *w, uint32_t kind, const char *name, json_t *entry)
 {
     if (!w->ring && !(w->ring = calloc(WATCHER_MAX_EVENTS, sizeof *w->ring)))
         return -1;
@@ -114,11 +123,12 @@ static int ring_push(struct swatch *w, uint32_t kind, const char *name)
     if (!copy)
         return -1;
     if (w->count == WATCHER_MAX_EVENTS) {
-        free(w->ring[w->head].name);
+        wevent_clear(&w->ring[w->head]);
         w->head = (w->head + 1) % WATCHER_MAX_EVENTS;
         w->count--;
     }
-    w->ring[(w->head + w->count) % WATCHER_MAX_EVENTS] = (struct wevent){kind, copy};
+    w->ring[(w->head + w->count) % WATCHER_MAX_EVENTS] =
+        (struct wevent){kind, copy, json_incref(entry)};
     w->count++;
     return 0;
 }
@@ -319,8 +329,8 @@ static void stream_flush(struct wcall *c)
     struct swatch *w = c->w;
     while (w && w->count && !c->congested && !c->finished) {
         struct wevent *e = &w->ring[w->head];
-        int rc = stream_frame(c, envd_watch_event(e->kind, e->name));
-        free(e->name);
+        int rc = stream_frame(c, envd_watch_event(e->kind, e->name, e->entry));
+        wevent_clear(e);
         w->head = (w->head + 1) % WATCHER_MAX_EVENTS;
         w->count--;
         if (rc < 0)
@@ -341,12 +351,12 @@ static void watch_failed(struct swatch *w, enum connect_code code, const char *m
 }
 
 /* -1 when w failed (and a stream's w is freed already). */
-static int deliver(struct swatch *w, uint32_t kind, const char *name)
+static int deliver(struct swatch *w, uint32_t kind, const char *name, json_t *entry)
 {
     struct wcall *c = w->call;
     if (c && c->stream) {
         if (!c->congested && !w->count) {
-            if (stream_frame(c, envd_watch_event(kind, name)) == 0)
+            if (stream_frame(c, envd_watch_event(kind, name, entry)) == 0)
                 c->next_keepalive_ms = uv_now(c->timer.loop) + c->keepalive_ms;
             return 0;
         }
@@ -357,7 +367,7 @@ static int deliver(struct swatch *w, uint32_t kind, const char *name)
             return -1;
         }
     }
-    if (ring_push(w, kind, name) < 0) {
+    if (ring_push(w, kind, name, entry) < 0) {
         watch_failed(w, CONNECT_RESOURCE_EXHAUSTED, "out of memory for the watch's events");
         return -1;
     }
@@ -392,7 +402,13 @@ static void on_watch_message(struct sbx *sb, struct jail_agent_msg *m, const cha
             return;
         }
         const char *name = e->path ? relative_name(w, e->path) : NULL;
-        if (name && e->kind < PROTO_WATCH_OVERFLOW && deliver(w, e->kind, name) < 0)
+        if (!name || e->kind >= PROTO_WATCH_OVERFLOW)
+            continue;
+        /* without memory for it, the event goes without its entry rather than not at all */
+        json_t *entry = w->include_entry && e->has_file ? envd_entry_object(&e->file) : NULL;
+        int rc = deliver(w, e->kind, name, entry);
+        json_decref(entry);
+        if (rc < 0)
             return;
     }
 }
@@ -506,11 +522,13 @@ static void watch_begin(struct wcall *c, struct sbx *sb, const char *json)
         snprintf(w->sandbox_id, sizeof w->sandbox_id, "%s", sb->id);
         w->as_root = c->as_root;
         w->recursive = q->recursive;
+        w->include_entry = q->include_entry;
         w->base_len = strlen(w->base);
         struct proto_file_request r = {.type = PROTO_WATCH_START,
                                        .path = w->base,
                                        .as_root = w->as_root,
-                                       .recursive = w->recursive};
+                                       .recursive = w->recursive,
+                                       .flags = w->include_entry ? PROTO_WATCH_ENTRIES : 0};
         uint32_t id = agent_next_id(sb);
         if (agent_expect(sb, id, on_start_reply, w, &err) < 0 ||
             jail_files_request(&sb->jail, id, &r, &err) < 0) {
@@ -573,7 +591,7 @@ static void watcher_call(struct wcall *c, struct sbx *sb, const char *json)
     if (items) {
         for (size_t i = 0; i < w->count; i++) {
             const struct wevent *e = &w->ring[(w->head + i) % WATCHER_MAX_EVENTS];
-            items[i] = (struct envd_watch_item){e->kind, e->name};
+            items[i] = (struct envd_watch_item){e->kind, e->name, e->entry};
         }
         reply = envd_watcher_events_reply(items, w->count);
     }

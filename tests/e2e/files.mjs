@@ -267,6 +267,30 @@ await test('watchDir: create, write, rename and remove events, recursive', async
   assert(all, `events: ${JSON.stringify(events)}`)
 })
 
+await test('watchDir with includeEntry: created, written and chmodded files come with their entry', async () => {
+  await sbx.files.makeDir('/tmp/watched-e')
+  const events = []
+  const w = await sbx.files.watchDir('/tmp/watched-e', (e) => events.push(e), { includeEntry: true })
+  await sbx.commands.run('cd /tmp/watched-e && printf hello > f && chmod 640 f && sleep 0.3 && rm f')
+  const chmod = await waitFor(() => events.find((e) => e.name === 'f' && e.type === FilesystemEventType.CHMOD), 10_000)
+  const removed = await waitFor(() => events.find((e) => e.name === 'f' && e.type === FilesystemEventType.REMOVE), 10_000)
+  await w.stop()
+  assert(chmod && chmod.entry, `a CHMOD with an entry: ${JSON.stringify(events)}`)
+  eq([chmod.entry.name, chmod.entry.type, chmod.entry.path, chmod.entry.size, chmod.entry.permissions, chmod.entry.owner],
+    ['f', 'file', '/tmp/watched-e/f', 5, '-rw-r-----', 'user'], 'its entry, as Stat gives it')
+  assert(chmod.entry.modifiedTime instanceof Date, 'modifiedTime is a Date')
+  assert(removed && removed.entry === undefined, `a REMOVE has none: ${JSON.stringify(removed)}`)
+})
+
+await test('watchDir without includeEntry: no entries', async () => {
+  const events = []
+  const w = await sbx.files.watchDir('/tmp/watched-e', (e) => events.push(e))
+  await sbx.files.write('/tmp/watched-e/g', 'x')
+  const got = await waitFor(() => events.some((e) => e.name === 'g'), 10_000)
+  await w.stop()
+  assert(got && events.every((e) => e.entry === undefined), `events: ${JSON.stringify(events)}`)
+})
+
 await test('watchDir: a missing directory is NotFoundError', async () => {
   await rejects(sbx.files.watchDir('/tmp/no-such-watch', () => {}), NotFoundError, 'watchDir')
 })

@@ -154,6 +154,8 @@ static void check_file_answers(const struct proto_msg *m, const uint8_t *buf, si
         for (size_t i = 0; i < n; i++) {
             fuzz_assert(events[i].kind < PROTO_WATCH_KIND_END);
             check_path(events[i].path, buf, len);
+            if (events[i].has_file)
+                check_file(&events[i].file, buf, len);
         }
     }
     struct proto_file_entry e;

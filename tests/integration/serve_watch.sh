@@ -292,6 +292,22 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 like "$(body_of "$r")" '"name":"three"' "later events come on the next call"
+# includeEntry: the events that leave a file carry its EntryInfo (in the daemon's buffer too)
+r=$(rpc CreateWatcher '{"path":"b","includeEntry":true}')
+WE=$(jget "$(body_of "$r")" 'd["watcherId"]')
+sh_in 'cd b && printf four > four && chmod 600 four && sleep 0.3 && rm four' >/dev/null
+ev=
+for _ in $(seq 50); do
+    r=$(rpc GetWatcherEvents "{\"watcherId\":\"$WE\"}")
+    got=$(jget "$(body_of "$r")" '"\n".join(e["type"].replace("EVENT_TYPE_","")+" "+e["name"]+" "+(e["entry"]["path"]+" "+e["entry"]["size"]+" "+e["entry"]["permissions"] if "entry" in e else "-") for e in d["events"])')
+    [ -n "$got" ] && ev=${ev:+$ev$'\n'}$got
+    grep -q '^REMOVE four' <<<"$ev" && break
+    sleep 0.1
+done
+grep -qx 'CHMOD four /home/user/b/four 4 -rw-------' <<<"$ev" && grep -qx 'REMOVE four -' <<<"$ev" &&
+    ok "a watcher with includeEntry: CHMOD with the file's entry, REMOVE without" ||
+    { not_ok "a watcher with includeEntry: CHMOD with the file's entry, REMOVE without"; diag "$ev"; }
+rpc RemoveWatcher "{\"watcherId\":\"$WE\"}" >/dev/null
 r=$(rpc GetWatcherEvents '{"watcherId":"wdoesnotexist"}')
 is "$(status_of "$r")/$(jget "$(body_of "$r")" 'd["code"]')" 404/not_found "GetWatcherEvents of an unknown id: not_found"
 r=$(rpc RemoveWatcher "{\"watcherId\":\"$W\"}")

@@ -34,6 +34,10 @@ struct seen_events {
     char wanted[8][PATH_MAX]; /* "KIND PATH" strings to look for */
     bool found[8];
     size_t n_wanted;
+    size_t with_file;       /* events that carried a file (WATCH_ENTRIES) */
+    size_t wrong_file;      /* ... whose file's path is not the event's, or of a kind without */
+    bool chmod_file_ok;     /* a CHMOD of PATH_CHMODDED came with its file, mode 0640, size 6 */
+    const char *chmod_path; /* the file whose CHMOD is looked for */
 };
 static struct seen_events seen;
 
@@ -55,6 +59,17 @@ static void on_watch(const struct jail_agent_msg *m)
             seen.bad_paths++;
         char what[PATH_MAX + 16];
         snprintf(what, sizeof what, "%u %s", e->kind, e->path);
+        if (e->has_file) {
+            seen.with_file++;
+            if (strcmp(e->file.path, e->path) != 0 || e->kind == PROTO_WATCH_REMOVE ||
+                e->kind == PROTO_WATCH_RENAME)
+                seen.wrong_file++;
+        }
+        if (seen.chmod_path && e->kind == PROTO_WATCH_CHMOD &&
+            strcmp(e->path, seen.chmod_path) == 0 && e->has_file &&
+            e->file.type == PROTO_FILE_TYPE_FILE && e->file.mode == 0640 && e->file.size == 6 &&
+            e->file.uid == JAIL_USER_UID)
+            seen.chmod_file_ok = true;
         for (size_t k = 0; k < seen.n_wanted; k++)
             if (strcmp(what, seen.wanted[k]) == 0)
                 seen.found[k] = true;
@@ -851,6 +866,39 @@ static int run_watched(const char *script)
     return code;
 }
 
+/* WATCH_ENTRIES: CREATE, WRITE and CHMOD come with the file as a stat finds it then (envd's
+ * includeEntry); REMOVE and RENAME without. */
+static void watch_entries(void)
+{
+    on_watch_msg = on_watch;
+    ok(simple_op(PROTO_FILE_MKDIR, "/home/user/we", NULL, false, 0) == PROTO_OK, "mkdir we");
+    memset(&seen, 0, sizeof seen);
+    seen.prefix = "/home/user/we";
+    seen.chmod_path = "/home/user/we/f";
+    struct proto_file_request r = {
+        .type = PROTO_WATCH_START, .path = "/home/user/we", .flags = PROTO_WATCH_ENTRIES};
+    int start_rc = file_op(&r);
+    seen.watch_id = start_rc == PROTO_OK ? msg.files.watch_id : 0;
+    if (!seen.watch_id)
+        printf("# WATCH_START: %d %s\n", start_rc, msg.message);
+    ok(seen.watch_id != 0, "a watch with WATCH_ENTRIES");
+    want_event(PROTO_WATCH_REMOVE, "/home/user/we/f");
+    ok(run_watched("cd /home/user/we && echo hello > f && chmod 640 f && sleep 0.5 && "
+                   "mv f g && sleep 0.5 && rm g") == 0,
+       "a command writes, chmods, renames and removes a file");
+    ok(seen.chmod_file_ok, "its CHMOD came with the file: a regular file, 0640, 6 bytes, the "
+                           "user's");
+    ok(seen.with_file >= 2 && seen.wrong_file == 0,
+       "files came with the kinds that leave one, each the event's own path (%zu, %zu wrong)",
+       seen.with_file, seen.wrong_file);
+    ok(seen.per_kind[PROTO_WATCH_REMOVE] >= 1, "the remove came too");
+    ok(watch_stop(seen.watch_id) == PROTO_OK, "stop the watch");
+    r.flags = 1u << 30;
+    ok(file_op(&r) == -EINVAL || msg.type == PROTO_ERROR, "a WATCH_START with an unknown flag is "
+                                                          "refused");
+    on_watch_msg = NULL;
+}
+
 static void watches(void)
 {
     on_watch_msg = on_watch;
@@ -883,6 +931,7 @@ static void watches(void)
        "with its path (%zu events)",
        seen.count);
     ok(seen.bad_paths == 0 && !seen.ended, "every event's path is absolute and in the tree");
+    ok(seen.with_file == 0, "a watch without WATCH_ENTRIES sends no files (%zu)", seen.with_file);
 
     /* A tree that changes as fast as it can: the events come, nothing breaks, memory stays. */
     struct worker_info user;
@@ -1069,6 +1118,7 @@ int main(void)
     dirs_moves_removes();
     swapped_symlink();
     watches();
+    watch_entries();
     big_file();
     compromised_init();
     check_workers();

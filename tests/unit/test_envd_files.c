@@ -183,12 +183,34 @@ int main(void)
     struct http_header too_big[] = {{"X-Metadata-k", huge}};
     ok(envd_metadata_from_headers(too_big, 1, lines, &merr) < 0 && strstr(merr.msg, "4096"),
        "more than 4096 bytes: refused");
-    text = envd_watch_event(PROTO_WATCH_CREATE, "sub/new.txt");
+    text = envd_watch_event(PROTO_WATCH_CREATE, "sub/new.txt", NULL);
     is_str(text, "{\"filesystem\":{\"name\":\"sub/new.txt\",\"type\":\"EVENT_TYPE_CREATE\"}}",
            "a watch event, its name relative to the watched directory");
     free(text);
-    ok(envd_watch_event(PROTO_WATCH_OVERFLOW, "x") == NULL && envd_watch_event(99, "x") == NULL,
+    json_t *entry_obj = envd_entry_object(&e);
+    char *entry_text = envd_entry_json(&e);
+    text = envd_watch_event(PROTO_WATCH_WRITE, "a.txt", entry_obj);
+    json_t *parsed = text ? json_loads(text, 0, NULL) : NULL;
+    json_t *got_entry = json_object_get(json_object_get(parsed, "filesystem"), "entry");
+    char *got_text = got_entry ? json_dumps(got_entry, JSON_COMPACT) : NULL;
+    ok(got_text && entry_text && strcmp(got_text, entry_text) == 0,
+       "an event of a watch with includeEntry carries the file's EntryInfo, as Stat has it");
+    free(got_text);
+    json_decref(parsed);
+    free(text);
+    free(entry_text);
+    ok(envd_watch_event(PROTO_WATCH_OVERFLOW, "x", NULL) == NULL &&
+           envd_watch_event(99, "x", entry_obj) == NULL,
        "an overflow or an unknown kind gives no event frame");
+    struct envd_watch_item with_entry[] = {{PROTO_WATCH_CREATE, "a", entry_obj},
+                                           {PROTO_WATCH_REMOVE, "b", NULL}};
+    text = envd_watcher_events_reply(with_entry, 2);
+    ok(text && strstr(text, "\"entry\":{") &&
+           strstr(text, "\"name\":\"b\",\"type\":\"EVENT_TYPE_REMOVE\"}"),
+       "GetWatcherEvents: the entry where there is one, none where not (%s)", text ? text : "");
+    free(text);
+    ok(entry_obj && entry_obj->refcount == 1, "the caller's entry is not taken");
+    json_decref(entry_obj);
     text = envd_watch_start();
     is_str(text, "{\"start\":{}}", "WatchDir's first frame");
     free(text);
@@ -231,10 +253,10 @@ int main(void)
     text = envd_watcher_created("w42");
     is_str(text, "{\"watcherId\":\"w42\"}", "CreateWatcher's answer");
     free(text);
-    struct envd_watch_item items[] = {{PROTO_WATCH_CREATE, "a"},
-                                      {PROTO_WATCH_OVERFLOW, "."},
-                                      {PROTO_WATCH_RENAME, "d/\xff"},
-                                      {PROTO_WATCH_CHMOD, "b"}};
+    struct envd_watch_item items[] = {{PROTO_WATCH_CREATE, "a", NULL},
+                                      {PROTO_WATCH_OVERFLOW, ".", NULL},
+                                      {PROTO_WATCH_RENAME, "d/\xff", NULL},
+                                      {PROTO_WATCH_CHMOD, "b", NULL}};
     text = envd_watcher_events_reply(items, 4);
     is_str(
         text,
