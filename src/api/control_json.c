@@ -149,6 +149,15 @@ int api_new_sandbox_parse(const char *body, size_t len, struct api_new_sandbox *
             goto out;
         }
     }
+    bool keep_memory = true;
+    if (optional_bool(root, "autoPauseMemory", &keep_memory, NULL, err) < 0)
+        goto out;
+    out->auto_pause_cold = !keep_memory;
+    if (out->auto_pause_cold && out->auto_resume) {
+        /* as the SDK says: what is booted again is resumed by a connect, not by traffic */
+        invalid(err, "%s: false cannot go with %s: true", "autoPauseMemory", "autoResume");
+        goto out;
+    }
     if (optional_bounded(root, "cpuCount", 1, API_CPU_COUNT_MAX, &out->cpu_count, err) < 0 ||
         optional_bounded(root, "memoryMB", API_MEMORY_MB_MIN, API_MEMORY_MB_MAX, &out->memory_mb,
                          err) < 0 ||
@@ -186,6 +195,7 @@ int api_connect_parse(const char *body, size_t len, struct api_connect *out, err
                      optional_bool(root, "memory", &memory, NULL, err) < 0
                  ? -1
                  : 0;
+    out->reboot = !memory;
     json_decref(root);
     if (rc < 0)
         memset(out, 0, sizeof *out);

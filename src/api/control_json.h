@@ -40,6 +40,7 @@ struct api_new_sandbox {
     int64_t timeout_s;                  /* API_TIMEOUT_DEFAULT_S when absent */
     bool auto_pause;                    /* autoPause: pause, not kill, at the deadline */
     bool auto_resume;                   /* autoResume.enabled */
+    bool auto_pause_cold;               /* autoPauseMemory: false (with autoPause) */
     bool allow_internet_access;         /* allow_internet_access, true when absent */
     char *metadata_json;                /* a JSON object of strings, "{}" when absent; owned */
     char *env_json;                     /* envVars, a JSON object of strings; owned */
@@ -54,6 +55,7 @@ void api_new_sandbox_free(struct api_new_sandbox *ns);
 struct api_connect {
     bool has_timeout;
     int64_t timeout_s;
+    bool reboot; /* memory: false (the SDK's onResume "reboot"): a paused one boots afresh */
 };
 int api_connect_parse(const char *body, size_t len, struct api_connect *out, err_t *err);
 /* POST /sandboxes/{id}/timeout: {"timeout": seconds}, required. */

@@ -52,6 +52,8 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     ") STRICT;",
     /* 2: a sandbox paused without its memory (its processes gone, its disk layer kept) */
     "ALTER TABLE sandboxes ADD COLUMN cold INTEGER NOT NULL DEFAULT 0;",
+    /* 3: its deadline's pause is one without memory (autoPauseMemory: false) */
+    "ALTER TABLE sandboxes ADD COLUMN auto_pause_cold INTEGER NOT NULL DEFAULT 0;",
 };
 
 static int64_t now_ms(void)
@@ -260,8 +262,8 @@ int store_sandbox_insert(struct store *st, const struct store_sandbox *sb, err_t
     sqlite3_stmt *s = prepare(st,
                               "INSERT INTO sandboxes (id, template_id, alias, state, created_ms, "
                               "deadline_ms, cpu_count, memory_mb, disk_mb, auto_pause, "
-                              "auto_resume, envd_token, reason, metadata, env) VALUES (?, ?, ?, "
-                              "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                              "auto_resume, envd_token, reason, metadata, env, auto_pause_cold) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                               err);
     if (!s) {
         rollback(st);
@@ -282,6 +284,7 @@ int store_sandbox_insert(struct store *st, const struct store_sandbox *sb, err_t
     sqlite3_bind_text(s, 13, sb->reason, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 14, metadata, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 15, env, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 16, sb->auto_pause_cold);
     if (step_done(st, s, "insert", err) < 0 || add_event(st, sb->id, "created", NULL, err) < 0 ||
         commit(st, err) < 0) {
         rollback(st);
@@ -363,6 +366,32 @@ int store_sandbox_pause_cold(struct store *st, const char *id, err_t *err)
                       "paused", "{\"memory\":false}", err);
 }
 
+int store_sandbox_drop_memory(struct store *st, const char *id, err_t *err)
+{
+    if (check_text("sandbox id", id, STORE_ID_MAX, err) < 0 || begin(st, err) < 0)
+        return -1;
+    sqlite3_stmt *s = prepare(
+        st, "UPDATE sandboxes SET cold = 1 WHERE id = ? AND state = 'paused' AND cold = 0", err);
+    if (!s) {
+        rollback(st);
+        return -1;
+    }
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (step_done(st, s, "drop the memory", err) < 0) {
+        rollback(st);
+        return err_wrap(err, "sandbox %s", id);
+    }
+    if (sqlite3_changes(st->db) != 1) {
+        rollback(st);
+        return err_set(err, EBUSY, "sandbox %s is not paused with its memory", id);
+    }
+    if (add_event(st, id, "memory_dropped", NULL, err) < 0 || commit(st, err) < 0) {
+        rollback(st);
+        return err_wrap(err, "sandbox %s", id);
+    }
+    return 0;
+}
+
 int store_sandbox_claim(struct store *st, const struct store_sandbox *sb, err_t *err)
 {
     if (check_text("sandbox id", sb->id, STORE_ID_MAX, err) < 0 ||
@@ -375,7 +404,7 @@ int store_sandbox_claim(struct store *st, const struct store_sandbox *sb, err_t 
     sqlite3_stmt *s = prepare(st,
                               "UPDATE sandboxes SET state = 'running', alias = ?, created_ms = ?, "
                               "deadline_ms = ?, auto_pause = ?, auto_resume = ?, metadata = ?, "
-                              "env = ? WHERE id = ? AND state = 'creating'",
+                              "env = ?, auto_pause_cold = ? WHERE id = ? AND state = 'creating'",
                               err);
     if (!s) {
         rollback(st);
@@ -388,7 +417,8 @@ int store_sandbox_claim(struct store *st, const struct store_sandbox *sb, err_t 
     sqlite3_bind_int(s, 5, sb->auto_resume);
     sqlite3_bind_text(s, 6, sb->metadata_json ? sb->metadata_json : "{}", -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 7, sb->env_json ? sb->env_json : "{}", -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 8, sb->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 8, sb->auto_pause_cold);
+    sqlite3_bind_text(s, 9, sb->id, -1, SQLITE_STATIC);
     if (step_done(st, s, "claim", err) < 0) {
         rollback(st);
         return err_wrap(err, "sandbox %s", sb->id);
@@ -420,7 +450,7 @@ int store_sandbox_set_deadline(struct store *st, const char *id, int64_t deadlin
 
 #define SANDBOX_COLUMNS                                                                            \
     "id, template_id, alias, state, created_ms, deadline_ms, cpu_count, memory_mb, disk_mb, "      \
-    "auto_pause, auto_resume, envd_token, reason, metadata, env, cold"
+    "auto_pause, auto_resume, envd_token, reason, metadata, env, cold, auto_pause_cold"
 
 static void copy_text(char *dst, size_t size, const unsigned char *src)
 {
@@ -453,6 +483,7 @@ static int read_row(sqlite3_stmt *s, struct store_sandbox *sb, bool own, err_t *
     const char *metadata = (const char *)sqlite3_column_text(s, 13);
     const char *env = (const char *)sqlite3_column_text(s, 14);
     sb->cold = sqlite3_column_int(s, 15) != 0;
+    sb->auto_pause_cold = sqlite3_column_int(s, 16) != 0;
     if (!own) {
         sb->metadata_json = (char *)metadata;
         sb->env_json = (char *)env;

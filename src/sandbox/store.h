@@ -18,7 +18,7 @@
 #include "util/err.h"
 
 /* The schema this build writes; store_open refuses a newer database (made by a newer hutch). */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 /* Bounds on what is stored (the API checks the same before it gets here). */
 #define STORE_ID_MAX     64         /* sandbox ids, template ids, aliases */
@@ -40,6 +40,7 @@ struct store_sandbox {
     /* paused without its memory: no process left, its disk layer kept; a resume boots it again
      * (schema version 2) */
     bool cold;
+    bool auto_pause_cold; /* with auto_pause: the deadline's pause is without memory (version 3) */
     char envd_token[STORE_TOKEN_MAX + 1];
     char reason[STORE_REASON_MAX + 1]; /* why it was killed or failed, "" while live */
     char *metadata_json;               /* a JSON object; owned (store_sandbox_free_fields) */
@@ -67,6 +68,9 @@ int store_sandbox_transition(struct store *st, const char *id, unsigned from, en
 /* running -> paused without memory (cold set), with its "paused" event, in one transaction.
  * Every other transition clears cold: only a paused sandbox can be cold. */
 int store_sandbox_pause_cold(struct store *st, const char *id, err_t *err);
+/* paused with memory -> paused without (cold set), with a "memory_dropped" event: a connect
+ * that reboots it (EBUSY when it is not paused with its memory). */
+int store_sandbox_drop_memory(struct store *st, const char *id, err_t *err);
 int store_sandbox_set_deadline(struct store *st, const char *id, int64_t deadline_ms, err_t *err);
 /* A sandbox of the warm pool (src/serve/pool.c; running, but creating in the store until now)
  * becomes the one a create asked for: running, with the alias, created and deadline times,

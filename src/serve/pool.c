@@ -102,6 +102,7 @@ struct sbx *pool_take(struct serve *d, struct store_sandbox *want, err_t *err)
     }
     found->pooled = false;
     found->auto_pause = want->auto_pause;
+    found->auto_pause_cold = want->auto_pause_cold;
     found->auto_resume = want->auto_resume;
     if (sbx_set_deadline(found, want->deadline_ms, err) < 0)
         fprintf(stderr, "hutch serve: sandbox %s: %s\n", found->id, err->msg);

@@ -178,6 +178,7 @@ static void handle_create(struct call *c)
     r->memory_mb = ns.memory_mb ? ns.memory_mb : SBX_MEMORY_MB;
     r->disk_mb = ns.disk_mb ? ns.disk_mb : SBX_DISK_MB;
     r->auto_pause = ns.auto_pause;
+    r->auto_pause_cold = ns.auto_pause_cold;
     r->auto_resume = ns.auto_resume;
     bool ns_sized = ns.cpu_count || ns.memory_mb || ns.disk_mb;
     r->metadata_json = ns.metadata_json;
@@ -401,6 +402,20 @@ static void booted(struct sbx *sb, int rc, const char *message, void *user)
         respond_sandbox(c, 201, sb->id, API_SANDBOX_CREATED);
 }
 
+/* A reboot's first step is over (its memory dropped): the boot, as of a cold-paused one. */
+static void memory_dropped(struct sbx *sb, int rc, const char *message, void *user)
+{
+    struct call *c = user;
+    err_t err;
+    if (rc == 0 && sbx_boot(sb, booted, c, &err) == 0)
+        return; /* booted() answers */
+    if (!step_ended(c))
+        return;
+    http_respond_error(c->x, 500, "sandbox %s: %s", sb->id,
+                       rc < 0 ? (message ? message : "its processes could not be stopped")
+                              : err.msg);
+}
+
 static void handle_connect(struct call *c)
 {
     err_t err;
@@ -413,6 +428,15 @@ static void handle_connect(struct call *c)
     struct sbx *sb = live_or_404(c, c->segs[1]);
     if (!sb)
         return;
+    if (ac.reboot && sb->state == SANDBOX_PAUSED && !sb->cold && !sb->booting) {
+        /* memory: false (onResume "reboot"): its processes go, then it boots on its files */
+        c->waiting = true;
+        if (sbx_drop_memory(sb, memory_dropped, c, &err) < 0) {
+            c->waiting = false;
+            respond_err(c, err.errnum == EBUSY ? 409 : 500, &err);
+        }
+        return;
+    }
     if (sb->state == SANDBOX_PAUSED && (sb->cold || sb->booting)) {
         /* paused without memory: a new init on the same disk layer, 201 once it runs */
         c->waiting = true;

@@ -196,7 +196,8 @@ static void on_deadline(uv_timer_t *t)
         return;
     err_t err;
     if (sb->auto_pause) {
-        if (sbx_pause(sb, NULL, NULL, &err) == 0)
+        if ((sb->auto_pause_cold ? sbx_pause_cold(sb, NULL, NULL, &err)
+                                 : sbx_pause(sb, NULL, NULL, &err)) == 0)
             return;
         fprintf(stderr, "hutch serve: %s: pause at the deadline: %s\n", sb->id, err.msg);
     }
@@ -567,6 +568,7 @@ int sbx_create(struct serve *d, const struct store_sandbox *row, sbx_done_fn don
     }
     sb->state = SANDBOX_CREATING;
     sb->auto_pause = row->auto_pause;
+    sb->auto_pause_cold = row->auto_pause_cold;
     sb->auto_resume = row->auto_resume;
     sb->deadline_ms = row->deadline_ms;
     snprintf(sb->envd_token, sizeof sb->envd_token, "%s", row->envd_token);
@@ -703,14 +705,14 @@ static void cold_stop_finish(struct sbx *sb)
     finish_step(sb, 0, NULL);
 }
 
-int sbx_pause_cold(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
+/* Its processes killed, its disk layer kept: from running (a cold pause) or paused. */
+static int go_cold(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
 {
-    if (pausable(sb, err) < 0)
-        return -1;
     /* The row first: a daemon killed half-way finds it paused without memory and finishes the
      * job (sbx_reopen_all), where a row still running would be marked failed and its disk
      * layer, the files the pause is there to keep, removed. */
-    if (store_sandbox_pause_cold(sb->d->store, sb->id, err) < 0)
+    if ((sb->state == SANDBOX_PAUSED ? store_sandbox_drop_memory(sb->d->store, sb->id, err)
+                                     : store_sandbox_pause_cold(sb->d->store, sb->id, err)) < 0)
         return -1;
     sb->state = SANDBOX_PAUSED;
     sb->cold = true;
@@ -720,6 +722,20 @@ int sbx_pause_cold(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
     sb->cold_stopping = sb->killing = true;
     stop_processes(sb);
     return 0;
+}
+
+int sbx_pause_cold(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
+{
+    if (pausable(sb, err) < 0)
+        return -1;
+    return go_cold(sb, done, user, err);
+}
+
+int sbx_drop_memory(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
+{
+    if (sb->state != SANDBOX_PAUSED || sb->cold || sb->booting || sb->killing || sb->done)
+        return err_set(err, EBUSY, "sandbox %s is not paused with its memory now", sb->id);
+    return go_cold(sb, done, user, err);
 }
 
 static void boot_later(uv_timer_t *t);
@@ -784,7 +800,7 @@ int sbx_boot(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
 struct live_row {
     char id[STORE_ID_MAX + 1];
     enum sandbox_state state;
-    bool auto_pause, auto_resume, cold;
+    bool auto_pause, auto_pause_cold, auto_resume, cold;
     unsigned cpu_count, memory_mb, disk_mb;
     int64_t deadline_ms;
     char envd_token[STORE_TOKEN_MAX + 1];
@@ -810,6 +826,7 @@ static void collect_row(const struct store_sandbox *row, void *ctx)
     snprintf(r->id, sizeof r->id, "%s", row->id);
     r->state = row->state;
     r->auto_pause = row->auto_pause;
+    r->auto_pause_cold = row->auto_pause_cold;
     r->auto_resume = row->auto_resume;
     r->cold = row->cold;
     r->cpu_count = row->cpu_count;
@@ -845,6 +862,7 @@ static bool reopen_cold(struct serve *d, const struct live_row *r)
     sb->state = SANDBOX_PAUSED;
     sb->cold = true;
     sb->auto_pause = r->auto_pause;
+    sb->auto_pause_cold = r->auto_pause_cold;
     sb->auto_resume = r->auto_resume;
     sb->deadline_ms = r->deadline_ms;
     sb->cpu_count = r->cpu_count;
@@ -881,6 +899,7 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
     sb->have_jail = true;
     sb->state = r->state;
     sb->auto_pause = r->auto_pause;
+    sb->auto_pause_cold = r->auto_pause_cold;
     sb->auto_resume = r->auto_resume;
     sb->deadline_ms = r->deadline_ms;
     sb->cpu_count = r->cpu_count;

@@ -49,7 +49,8 @@ struct sbx {
     char id[STORE_ID_MAX + 1];
     enum sandbox_state state;
     bool auto_pause;
-    bool auto_resume; /* its next envd request resumes it when paused */
+    bool auto_pause_cold; /* with auto_pause: the deadline's pause is without memory */
+    bool auto_resume;     /* its next envd request resumes it when paused */
     int64_t deadline_ms;
     uint64_t paused_at_ns; /* jail_now_ns when it froze; 0 when not known (reopened paused) */
     char envd_token[STORE_TOKEN_MAX + 1];
@@ -99,6 +100,9 @@ int sbx_pause(struct sbx *sb, sbx_done_fn done, void *user, err_t *err);
 int sbx_resume(struct sbx *sb, err_t *err);
 /* A cold pause: EALREADY when paused already, EBUSY when it cannot be paused now. */
 int sbx_pause_cold(struct sbx *sb, sbx_done_fn done, void *user, err_t *err);
+/* A sandbox paused with its memory loses it: its processes killed, as by a cold pause (a
+ * connect that reboots it, then sbx_boot). EBUSY when it is not so paused, or busy. */
+int sbx_drop_memory(struct sbx *sb, sbx_done_fn done, void *user, err_t *err);
 /* Boots a cold-paused sandbox; done(rc) once it runs (0) or the boot failed (-1: it stays
  * cold-paused). EINVAL when it is not cold-paused, EBUSY when a step is in flight. */
 int sbx_boot(struct sbx *sb, sbx_done_fn done, void *user, err_t *err);

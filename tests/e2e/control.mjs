@@ -177,6 +177,39 @@ await test('pause({keepMemory: false}): files kept, processes gone, a new boot i
   assert((await r.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout !== boot, 'the same boot id')
 })
 
+await test('connect({onResume: "reboot"}) of a paused sandbox: memory dropped, files kept, a new boot id', async () => {
+  const boot = (await a.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout
+  await a.commands.run('sleep 600', { background: true })
+  await a.files.write('/home/user/reboot.txt', 'kept')
+  eq(await a.pause(), true, 'pause (with memory)')
+  const r = await Sandbox.connect(a.sandboxId, { onResume: 'reboot' })
+  eq((await Sandbox.getInfo(a.sandboxId)).state, 'running', 'running again')
+  eq(await r.files.read('/home/user/reboot.txt'), 'kept', 'the file')
+  eq((await r.commands.list()).length, 0, 'no process of before')
+  assert((await r.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout !== boot, 'the same boot id')
+  const again = await Sandbox.connect(a.sandboxId, { onResume: 'reboot' })
+  eq((await again.commands.run('echo up')).stdout, 'up\n', 'a reboot connect of a running one just connects')
+})
+
+await test('onTimeout {action: "pause", keepMemory: false}: the deadline pauses without memory', async () => {
+  const s = await Sandbox.create({ timeoutMs: 4_000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } })
+  await s.files.write('/home/user/deadline.txt', 'kept')
+  await s.commands.run('sleep 600', { background: true })
+  const paused = await waitFor(async () => (await Sandbox.getInfo(s.sandboxId)).state === 'paused', 15_000, 250)
+  assert(paused, 'paused at its deadline')
+  const r = await Sandbox.connect(s.sandboxId)
+  eq(await r.files.read('/home/user/deadline.txt'), 'kept', 'the file after the connect')
+  eq((await r.commands.list()).length, 0, 'its processes did not live through the pause')
+  await r.kill()
+}, { timeoutMs: 40_000 })
+
+await test('autoPauseMemory: false with autoResume: 400', async () => {
+  const r = await api('POST', '/v2/sandboxes',
+    { templateID: 'base', autoPause: true, autoPauseMemory: false, autoResume: { enabled: true } })
+  eq(r.status, 400, 'status')
+  match(r.json?.message ?? '', /autoPauseMemory/, 'says why')
+})
+
 // ---------- errors ----------
 
 await test('unknown sandbox: SandboxNotFoundError from getInfo, connect, setTimeout, pause; kill false', async () => {

@@ -32,7 +32,25 @@ static void create_bodies(void)
                              &ns, &err) == 0 &&
            ns.auto_pause && ns.auto_resume && !ns.allow_internet_access,
        "v1's extra fields, autoPause, autoResume, allow_internet_access; unknown fields ignored");
+    ok(!ns.auto_pause_cold, "without autoPauseMemory the deadline's pause keeps the memory");
     api_new_sandbox_free(&ns);
+    ok(api_new_sandbox_parse(BODY("{\"autoPause\":true,\"autoPauseMemory\":false}"), &ns, &err) ==
+               0 &&
+           ns.auto_pause && ns.auto_pause_cold,
+       "autoPauseMemory: false");
+    api_new_sandbox_free(&ns);
+    ok(api_new_sandbox_parse(
+           BODY("{\"autoPause\":true,\"autoPauseMemory\":false,\"autoResume\":{\"enabled\":true}}"),
+           &ns, &err) < 0 &&
+           strstr(err.msg, "autoPauseMemory"),
+       "autoPauseMemory: false with autoResume: refused (%s)", err.msg);
+    ok(api_new_sandbox_parse(BODY("{\"autoPauseMemory\":\"no\"}"), &ns, &err) < 0,
+       "autoPauseMemory not a boolean: refused");
+    struct api_connect ac;
+    ok(api_connect_parse(BODY("{\"timeout\":60,\"memory\":false}"), &ac, &err) == 0 && ac.reboot &&
+           ac.has_timeout,
+       "connect {memory: false}: a reboot");
+    ok(api_connect_parse(BODY("{}"), &ac, &err) == 0 && !ac.reboot, "connect {}: no reboot");
     ok(api_new_sandbox_parse(BODY("{\"cpuCount\":1,\"memoryMB\":256,\"diskSizeMB\":512}"), &ns,
                              &err) == 0 &&
            ns.cpu_count == 1 && ns.memory_mb == 256 && ns.disk_mb == 512,

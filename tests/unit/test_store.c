@@ -56,7 +56,8 @@ static struct store_sandbox make(const char *id, const char *tpl, int64_t create
                                .cpu_count = 2,
                                .memory_mb = 512,
                                .disk_mb = 1024,
-                               .auto_pause = true};
+                               .auto_pause = true,
+                               .auto_pause_cold = true};
     snprintf(sb.id, sizeof sb.id, "%s", id);
     snprintf(sb.template_id, sizeof sb.template_id, "%s", tpl);
     snprintf(sb.envd_token, sizeof sb.envd_token, "token-%s", id);
@@ -108,8 +109,8 @@ static void sandboxes(struct store *st)
     ok(store_sandbox_get(st, "sb-a", &got, &err) == 0, "get it back");
     ok(strcmp(got.template_id, "base") == 0 && got.state == SANDBOX_CREATING &&
            got.created_ms == 1000 && got.deadline_ms == 301000 && got.cpu_count == 2 &&
-           got.memory_mb == 512 && got.disk_mb == 1024 && got.auto_pause && !got.auto_resume &&
-           strcmp(got.envd_token, "token-sb-a") == 0 &&
+           got.memory_mb == 512 && got.disk_mb == 1024 && got.auto_pause && got.auto_pause_cold &&
+           !got.auto_resume && strcmp(got.envd_token, "token-sb-a") == 0 &&
            strcmp(got.metadata_json, "{\"user\":\"alice\"}") == 0 &&
            strcmp(got.env_json, "{\"A\":\"1\"}") == 0,
        "every field as stored");
@@ -391,14 +392,14 @@ static void cold_pause(const char *path)
     ok(rc == SQLITE_OK, "a database of schema version 1");
     err_t err = {0};
     struct store *st = store_open(old_path, &err);
-    ok(st && store_schema_version(st, &err) == 2, "it migrates to version 2 (%s)",
-       st ? "ok" : err.msg);
+    ok(st && store_schema_version(st, &err) == STORE_SCHEMA_VERSION,
+       "it migrates to version %d (%s)", STORE_SCHEMA_VERSION, st ? "ok" : err.msg);
     if (!st)
         return;
     struct store_sandbox got = {0};
     ok(store_sandbox_get(st, "old1", &got, &err) == 0 && got.state == SANDBOX_RUNNING &&
-           !got.cold && strcmp(got.envd_token, "tok") == 0,
-       "its sandbox is kept, running and not cold");
+           !got.cold && !got.auto_pause_cold && strcmp(got.envd_token, "tok") == 0,
+       "its sandbox is kept, running and not cold, its deadline's pause with memory");
     store_sandbox_free_fields(&got);
     ok(store_sandbox_pause_cold(st, "old1", &err) == 0, "a cold pause (%s)", err.msg);
     ok(store_sandbox_get(st, "old1", &got, &err) == 0 && got.state == SANDBOX_PAUSED && got.cold,
@@ -406,6 +407,8 @@ static void cold_pause(const char *path)
     store_sandbox_free_fields(&got);
     ok(store_sandbox_pause_cold(st, "old1", &err) < 0 && err.errnum == EBUSY,
        "a second cold pause is refused (%s)", err.msg);
+    ok(store_sandbox_drop_memory(st, "old1", &err) < 0 && err.errnum == EBUSY,
+       "a cold one has no memory to drop (%s)", err.msg);
     ok(store_sandbox_transition(st, "old1", SANDBOX_STATE_BIT(SANDBOX_PAUSED), SANDBOX_RUNNING,
                                 NULL, "resumed", NULL, &err) == 0 &&
            store_sandbox_get(st, "old1", &got, &err) == 0 && got.state == SANDBOX_RUNNING &&
@@ -417,6 +420,11 @@ static void cold_pause(const char *path)
            store_sandbox_get(st, "old1", &got, &err) == 0 && got.state == SANDBOX_PAUSED &&
            !got.cold,
        "a pause with memory is not cold");
+    store_sandbox_free_fields(&got);
+    ok(store_sandbox_drop_memory(st, "old1", &err) == 0 &&
+           store_sandbox_get(st, "old1", &got, &err) == 0 && got.state == SANDBOX_PAUSED &&
+           got.cold,
+       "a paused one's memory dropped: paused and cold (%s)", err.msg);
     store_sandbox_free_fields(&got);
     ok(store_sandbox_pause_cold(st, "nope", &err) < 0 && err.errnum == ENOENT,
        "a cold pause of an unknown sandbox: ENOENT");
