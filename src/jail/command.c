@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/parse.h"
 
 #define SPAWN_BUF PROTO_MAX_TO_INIT
 
@@ -36,11 +37,8 @@ int jail_command_group_open(struct jail *jail, const char *group, struct cgroup 
 static void note_group(const char *name, void *user)
 {
     uint32_t *first_free = user;
-    char *end;
-    errno = 0;
-    unsigned long n =
-        name[0] == 'c' && name[1] >= '1' && name[1] <= '9' ? strtoul(name + 1, &end, 10) : 0;
-    if (n && !errno && !*end && n < UINT32_MAX && n + 1 > *first_free)
+    uint64_t n;
+    if (name[0] == 'c' && parse_count(name + 1, 1, UINT32_MAX - 1, &n) == 0 && n + 1 > *first_free)
         *first_free = (uint32_t)n + 1;
 }
 

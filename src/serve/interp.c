@@ -576,12 +576,12 @@ static void replayed_message(struct ictx *ctx, const char *line, size_t len)
     err_t err;
     if (kernel_message_parse(line, len, "", &m, &err) < 0)
         return;
-    kernel_message_free(&m);
     unsigned count;
     char dash;
     if (m.type == KERNEL_END_OF_EXECUTION && sscanf(m.end_id, "%u%c", &count, &dash) == 2 &&
         dash == '-')
         ctx->execution_count = count;
+    kernel_message_free(&m);
 }
 
 static void handle_message(struct ictx *ctx, const char *line, size_t len)

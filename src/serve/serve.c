@@ -234,17 +234,14 @@ static void bind_beside(struct serve *d, const char *env_name, const char *name,
 static uint64_t kernel_ready_timeout_ms(void)
 {
     const char *env = getenv("HUTCH_KERNEL_READY_TIMEOUT");
-    char *end;
-    unsigned long s = env && env[0] ? strtoul(env, &end, 10) : 0;
-    if (!env || !env[0] || *end || s < 1 || s > 3600) {
-        if (env && env[0])
-            fprintf(stderr,
-                    "hutch serve: HUTCH_KERNEL_READY_TIMEOUT=%s is not 1..3600 seconds: "
-                    "120 it is\n",
-                    env);
+    uint64_t s = 120;
+    if (env && env[0] && parse_count(env, 1, 3600, &s) < 0) {
+        fprintf(stderr,
+                "hutch serve: HUTCH_KERNEL_READY_TIMEOUT=%s is not 1..3600 seconds: 120 it is\n",
+                env);
         s = 120;
     }
-    return (uint64_t)s * 1000;
+    return s * 1000;
 }
 
 /* The code contexts' kernels (src/interp): $HUTCH_INTERP ("" for none), else src/interp of the
