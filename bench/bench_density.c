@@ -30,9 +30,10 @@
 #define TARGET_FDS        3.0    /* at most 3 fds of the caller's a sandbox */
 #define MAX_PIDS          16     /* per sandbox, read from its cgroup */
 #define MEMINFO_READS     5
-/* Processes a sandbox is expected to have (init, its spawner, the two files workers:
- * src/init/README.md), for the check that the host has room; the figure printed is counted. */
-#define PROCS_EXPECTED 4
+/* Processes a sandbox is expected to have (init and its spawner; a files worker only once a file
+ * request comes: src/init/README.md), for the check that the host has room; the figure printed
+ * is counted. */
+#define PROCS_EXPECTED 2
 
 /* A "Name:   1234 kB" line of a /proc file, in KiB; -1 if absent. */
 static long field_kib(const char *text, const char *name)

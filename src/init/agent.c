@@ -1,7 +1,8 @@
 /* init as the agent of a sandbox that was created without a command: it serves the control
  * protocol (src/proto/) on the setup channel and on every connection to its listening socket,
  * starts commands through its spawner, reaps them (CLONE_PARENT makes it their parent) and tells
- * every connected host how they ended. One single-threaded poll loop; init never blocks on a
+ * every connected host how they ended; file requests go to a files worker per user, started by
+ * the spawner on the first one (relay.c). One single-threaded poll loop; init never blocks on a
  * host: a host that does not read its replies is disconnected. */
 #include "init/agent.h"
 
@@ -22,7 +23,6 @@
 #include <unistd.h>
 
 #include "init/commands.h"
-#include "init/files_worker.h"
 #include "init/relay.h"
 #include "init/spawner.h"
 #include "init/sudo.h"
@@ -525,6 +525,27 @@ static void handle_list(struct agent *a, int c, const struct proto_msg *m)
     send_to(a, c, buf, proto_finish(&w), NULL, 0);
 }
 
+/* A files worker for user (as_root): init cannot fork, so it makes the worker's socket and the
+ * spawner starts the worker on the other end (src/init/README.md, "Files"). Init's end, or -1. */
+static int start_files_worker(struct agent *a, bool as_root)
+{
+    int sp[2];
+    if (a->spawner_fd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        return -1;
+    uint8_t buf[64];
+    struct proto_writer w;
+    proto_begin(&w, buf, sizeof buf, PROTO_FILES_START, 0, 1);
+    proto_put_u32(&w, PROTO_T_USER, as_root);
+    size_t len = proto_finish(&w);
+    int rc = len ? proto_send(a->spawner_fd, buf, len, &sp[1], 1) : -1;
+    close(sp[1]);
+    if (rc < 0 || fcntl(sp[0], F_SETFL, O_NONBLOCK) < 0) {
+        close(sp[0]);
+        return -1;
+    }
+    return sp[0];
+}
+
 /* A file request: checked here too (the host hears a bad one at once), then to its user's
  * worker; a watch is stopped by the worker that holds it, for the host that started it. */
 static void handle_file(struct agent *a, int c, const struct proto_msg *m, uint8_t *buf, size_t len)
@@ -546,6 +567,8 @@ static void handle_file(struct agent *a, int c, const struct proto_msg *m, uint8
             return;
         }
     }
+    if (!relay_has_worker(to))
+        relay_attach(to, start_files_worker(a, to == &a->files[1]));
     if (relay_forward(to, c, buf, len, m, &err) < 0)
         reply_error(a, c, m->request_id, err.errnum, err.msg);
 }
@@ -676,9 +699,9 @@ static void reap(struct agent *a)
     }
 }
 
-/* A process that init forks before its own filter (the spawner, a files worker), with a socket
- * to it: returns init's end in init, the helper's end in the helper (*child). */
-static int fork_helper(bool *child)
+/* The spawner, forked before init's filter, with a socket to it: returns init's end in init, the
+ * spawner's end in the spawner (*child). */
+static int fork_spawner(bool *child)
 {
     int sp[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
@@ -702,7 +725,7 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
     /* The spawner first, while init still may fork and exec: it keeps the privileges a command
      * needs to become its user, and nothing else of init's. */
     bool child;
-    int spawner_fd = fork_helper(&child);
+    int spawner_fd = fork_spawner(&child);
     if (child) {
         close(ctl);
         close(listen_fd);
@@ -710,26 +733,17 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
             close(hold_fd);
         spawner_main(spawner_fd, prog, writable_root);
     }
-    /* The files workers too, each with its user's rights and nothing of init's (they close
-     * every fd but their socket). */
-    int files_fds[2];
-    for (int root = 0; root <= 1; root++) {
-        files_fds[root] = fork_helper(&child);
-        if (child)
-            files_worker_main(files_fds[root], root, writable_root);
-    }
     static struct agent a;
     a.listen_fd = listen_fd;
     a.spawner_fd = spawner_fd;
-    /* After the helpers' forks, so that none of them holds it. */
+    /* After the spawner's fork, so that it does not hold it (nor the files workers it forks). */
     sudo_init(&a.sudo, sudo_listen(), submit_sudo, &a);
     for (int c = 0; c < AGENT_MAX_CLIENTS; c++)
         a.clients[c] = -1;
     a.clients[0] = ctl;
     commands_init(&a.cmds);
     for (int i = 0; i < 2; i++)
-        relay_init(&a.files[i], files_fds[i], a.clients, AGENT_MAX_CLIENTS, &a.next_file_id,
-                   relay_drop, &a);
+        relay_init(&a.files[i], -1, a.clients, AGENT_MAX_CLIENTS, &a.next_file_id, relay_drop, &a);
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);

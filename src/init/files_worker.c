@@ -1,8 +1,8 @@
-/* A files worker: forked by init before init loads its own filter, it serves the sandbox's files
- * for one user (root or user) and holds nothing else. It is in the sandbox's mount namespace,
- * with "/" (the sandbox's root) as the root of every path; it holds its socket to init and the
- * root's fd, and the files it opens only until init has them. Its rights are its user's, fixed
- * before its filter and kept by it (README.md, "Files"):
+/* A files worker: forked by the spawner on init's first request for its user, it serves the
+ * sandbox's files for one user (root or user) and holds nothing else. It is in the sandbox's mount
+ * namespace, with "/" (the sandbox's root) as the root of every path; it holds its socket to init
+ * and the root's fd, and the files it opens only until init has them. Its rights are its user's,
+ * fixed before its filter and kept by it (README.md, "Files"):
  *
  *   root's worker: uid 0, and of all capabilities only CAP_CHOWN, CAP_DAC_OVERRIDE and
  *                  CAP_FOWNER (in the sandbox's user namespace: none of the host's);
@@ -95,8 +95,7 @@ static void serve_request(struct files_worker *w)
 
 _Noreturn void files_worker_main(int sock, bool as_root, bool writable_root)
 {
-    /* Nothing of init's: the host's channel, the listening socket, the uid range's lock, the
-     * spawner's socket. */
+    /* Nothing of the spawner's: its socket to init, the running commands' cgroup fds. */
     fd_close_all_except(&sock, 1);
     static struct files_worker w;
     w.sock = sock;

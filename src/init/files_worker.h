@@ -1,6 +1,7 @@
 /* A files worker (files_worker.c): the process that serves a sandbox's files to the host for one
- * user, beneath the sandbox's root (src/files/). init forks one per user (root and user) before
- * its own filter; what a request may do is what that user may do (README.md, "Files"). */
+ * user, beneath the sandbox's root (src/files/). The spawner forks one per user (root and user)
+ * when init first has a request for that user; what a request may do is what that user may do
+ * (README.md, "Files"). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,8 +29,9 @@ struct files_worker {
     uint8_t out[PROTO_MAX_TO_HOST]; /* a reply or a batch of events, being built */
 };
 
-/* In init's child, before init's own filter: becomes the worker (identity, capabilities, filter)
- * and serves requests from sock until init goes. Never returns. */
+/* In a fork of the spawner's (unfiltered, with the sandbox root's capabilities): closes every fd
+ * but sock, becomes the worker (identity, capabilities, filter) and serves requests from sock
+ * until init goes. Never returns. */
 _Noreturn void files_worker_main(int sock, bool as_root, bool writable_root);
 
 /* files_ops.c: serves one request (a message from init, checked here again); the replies go to

@@ -111,6 +111,17 @@ static void stop_at_worker(struct relay *r, uint32_t watch_id)
         proto_send(r->fd, buf, len, NULL, 0);
 }
 
+bool relay_has_worker(const struct relay *r)
+{
+    return r->fd >= 0;
+}
+
+void relay_attach(struct relay *r, int fd)
+{
+    if (fd >= 0 && r->fd < 0)
+        r->fd = fd;
+}
+
 int relay_forward(struct relay *r, int client, uint8_t *msg, size_t len, const struct proto_msg *m,
                   err_t *err)
 {

@@ -35,7 +35,7 @@ struct relay_watch {
 };
 
 struct relay {
-    int fd;             /* the socket to the worker; -1 once the worker has gone */
+    int fd;             /* the socket to the worker; -1 before it is started, and once gone */
     const int *clients; /* the agent's host connections, by number (-1: none) */
     size_t n_clients;
     uint32_t *next_id; /* shared by the agent's relays: ids, watch ids too, are unique */
@@ -58,6 +58,10 @@ struct relay {
 
 void relay_init(struct relay *r, int fd, const int *clients, size_t n_clients, uint32_t *next_id,
                 void (*drop)(void *arg, int client), void *drop_arg);
+/* Whether the relay has a worker: none before the first request, nor once one has gone. */
+bool relay_has_worker(const struct relay *r);
+/* Gives the relay a new worker's socket (fd; -1: none could be started, and nothing changes). */
+void relay_attach(struct relay *r, int fd);
 /* Forwards a checked file request of client's (msg, len: as received; m: parsed). -1 with err
  * when it cannot go (the worker gone or busy, too many requests): the caller answers ERROR. */
 int relay_forward(struct relay *r, int client, uint8_t *msg, size_t len, const struct proto_msg *m,

@@ -1,19 +1,23 @@
 /* The spawner: forked by init before init loads its own seccomp filter, the one process in a
- * sandbox that can still exec. It does one thing, for init only: receive a SPAWN (as the host
- * sent it, with the command's cgroup fds), start the command (command.c) and answer with its pid
- * and the host's ends of its pipes or pty; or a SUDO_SPAWN, which init made from a sudo request
- * (sudo.c): the asker's stdio, in the cgroup of the asker's command (sudo_groups.c). It reaches
- * nothing but its socket to init, holds no fd of anyone else's, and runs no code of the sandbox's:
- * commands are its children only until clone3 returns (CLONE_PARENT makes init their parent). */
+ * sandbox that can still exec or fork. It starts processes, for init only: on a SPAWN (as the
+ * host sent it, with the command's cgroup fds) the command (command.c), answering with its pid
+ * and the host's ends of its pipes or pty; on a SUDO_SPAWN, which init made from a sudo request
+ * (sudo.c), the same with the asker's stdio, in the cgroup of the asker's command
+ * (sudo_groups.c); on a FILES_START a files worker (files_worker.c) on the socket that came with
+ * it. It reaches nothing but its socket to init, holds no fd of anyone else's, and runs no code of
+ * the sandbox's: commands are its children only until clone3 returns (CLONE_PARENT makes init
+ * their parent), a worker is init's child once its first fork has exited. */
 #include "init/spawner.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "init/command.h"
+#include "init/files_worker.h"
 #include "init/sudo_groups.h"
 #include "proto/proto.h"
 #include "proto/proto_sudo.h"
@@ -109,6 +113,23 @@ static void spawn_for_sudo(int sock, const struct proto_msg *m, int *fds,
     proto_sudo_free(&s);
 }
 
+/* A files worker for user (as_root) on sock, init's child: forked twice, the first fork reaped
+ * here. Nothing is answered; a worker that cannot start closes sock, and init answers its
+ * requests with EIO. */
+static void start_files_worker(int sock, bool as_root, bool writable_root)
+{
+    proto_socket_tune(sock); /* its answers are up to PROTO_MAX_TO_HOST; the spawner may force */
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (fork() == 0)
+            files_worker_main(sock, as_root, writable_root);
+        _exit(0);
+    }
+    if (pid > 0)
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+}
+
 static void serve_one(int sock, const uint8_t *buf, size_t len, int *fds, size_t n_fds,
                       const struct seccomp_program *prog, bool writable_root)
 {
@@ -129,6 +150,10 @@ static void serve_one(int sock, const uint8_t *buf, size_t len, int *fds, size_t
     case PROTO_FORGET: /* a command ended: no answer */
         if (n_fds == 0 && proto_get_u32(&m, PROTO_T_CMD_ID, &id, NULL) == 0)
             sudo_groups_forget(id);
+        break;
+    case PROTO_FILES_START: /* no answer */
+        if (n_fds == 1 && proto_get_u32(&m, PROTO_T_USER, &id, NULL) == 0 && id <= 1)
+            start_files_worker(fds[0], id == 1, writable_root);
         break;
     default:
         err_set(&err, EBADMSG, "spawner: not a spawn");
@@ -160,6 +185,8 @@ void spawner_main(int sock, const struct seccomp_program *prog, bool writable_ro
             serve_one(sock, buf, (size_t)n, fds, n_fds, prog, writable_root);
         for (size_t i = 0; i < n_fds; i++)
             close(fds[i]);
+        /* A SPAWN's env may hold secrets: no later fork (a files worker) inherits them. */
+        explicit_bzero(buf, (size_t)size);
         free(buf);
         if (n == 0)
             _exit(0);

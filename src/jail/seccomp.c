@@ -319,7 +319,8 @@ static int build_init(scmp_filter_ctx ctx, err_t *err)
 }
 
 /* The agent: init's own calls plus what its loop needs (agent.c). Memory calls are there for
- * malloc (a message's buffer) and the sanitizer build's allocator. */
+ * malloc (a message's buffer) and the sanitizer build's allocator; socketpair, AF_UNIX only, for
+ * a files worker's socket (the spawner starts the worker on it). */
 static int build_agent(scmp_filter_ctx ctx, err_t *err)
 {
     static const struct syscall_entry allowed[] = {
@@ -349,6 +350,9 @@ static int build_agent(scmp_filter_ctx ctx, err_t *err)
         {"getrandom", SCMP_SYS(getrandom)},
     };
     if (build_init(ctx, err) < 0)
+        return -1;
+    struct scmp_arg_cmp unix_only = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
+    if (add_rule(ctx, SCMP_ACT_ALLOW, "socketpair", SCMP_SYS(socketpair), 1, &unix_only, err) < 0)
         return -1;
     return add_rules(ctx, SCMP_ACT_ALLOW, allowed, ARRAY_LEN(allowed), err);
 }

@@ -70,6 +70,8 @@ enum proto_type {
     PROTO_SUDO_EXITED,  /* init -> the client: {EXIT_CODE, SIGNAL} */
     PROTO_SUDO_SPAWN,   /* init -> its spawner: {ARG+, ENV*, CWD?, USER, PID (the caller's)};
                            fds: the stdio -> SPAWN_REPLY {FDS 0} or ERROR */
+    PROTO_FILES_START,  /* init -> its spawner: {USER}; one fd: the worker's end of its socket.
+                           No answer: the worker is there when it serves that socket */
     PROTO_TYPE_END,
 };
 /* The first type of version 2: a message's header carries the version that defined its type. */

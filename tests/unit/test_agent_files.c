@@ -448,6 +448,33 @@ static void check_workers(void)
        root.fds, user.fds);
 }
 
+/* A worker is started by its user's first request, and again after it ended. */
+static void lazy_workers(void)
+{
+    struct worker_info root, user;
+    usleep(100000);
+    ok(find_worker("hutch-files-0", &root) < 0 && find_worker("hutch-files-u", &user) < 0,
+       "before any file request, init has no files worker");
+    ok(do_stat("/home/user", false, false) == PROTO_FILE_INFO, "the user's first request");
+    ok(find_worker("hutch-files-u", &user) == 0 && find_worker("hutch-files-0", &root) < 0,
+       "it started the user's worker only (pid %d)", (int)user.pid);
+    ok(do_stat("/root", true, false) == PROTO_FILE_INFO, "root's first request");
+    ok(find_worker("hutch-files-0", &root) == 0, "it started root's worker (pid %d)",
+       (int)root.pid);
+    /* Killed (as the sandbox's root could, or the OOM killer): the next request starts another. */
+    pid_t old = root.pid;
+    ok(old > 0 && kill(old, SIGKILL) == 0, "root's worker killed");
+    for (int i = 0; i < 200 && find_worker("hutch-files-0", &root) == 0 && root.pid == old; i++)
+        usleep(10000);
+    int rc = do_stat("/root", true, false);
+    for (int i = 0; i < 3 && rc == -EIO; i++) /* asked before init saw the hang-up */
+        rc = do_stat("/root", true, false);
+    ok(rc == PROTO_FILE_INFO, "root's next request is answered (%d)", rc);
+    ok(find_worker("hutch-files-0", &root) == 0 && root.pid != old,
+       "by a new worker (pid %d, was %d)", (int)root.pid, (int)old);
+    ok(find_worker("hutch-files-u", &user) == 0, "the user's worker went on");
+}
+
 /* ---------- parts ---------- */
 
 static void hostile_tree(void)
@@ -1110,6 +1137,7 @@ int main(void)
            wait_reply(&j, id, 5000) == 0 && msg.type == PROTO_HELLO_REPLY && msg.version >= 2,
        "HELLO says init speaks version 2 (files) or later");
     int fds_at_start = count_fds();
+    lazy_workers();
     check_workers();
     hostile_tree();
     stat_and_read();

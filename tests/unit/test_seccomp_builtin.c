@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,6 +84,16 @@ static void agent_profile(void)
                                                 {"recvmsg", SYS_recvmsg}};
     profile_kills(SECCOMP_PROFILE_AGENT, denied, sizeof denied / sizeof denied[0], allowed,
                   sizeof allowed / sizeof allowed[0]);
+    /* socketpair for a files worker's socket: AF_UNIX only. */
+    int st = profile_try(SECCOMP_PROFILE_AGENT, SYS_socketpair, AF_UNIX, SOCK_SEQPACKET);
+    ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "agent profile: socketpair(AF_UNIX) is allowed");
+    static const long families[] = {AF_INET,   AF_INET6, AF_NETLINK,
+                                    AF_PACKET, AF_VSOCK, AF_UNIX | (1L << 32)};
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+        st = profile_try(SECCOMP_PROFILE_AGENT, SYS_socketpair, families[i], SOCK_STREAM);
+        ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "agent profile: socketpair(%#lx) kills",
+           families[i]);
+    }
 }
 
 /* A files worker (src/init/files_worker.c): file calls yes; no exec, no new process, no socket
