@@ -719,11 +719,9 @@ static int fork_spawner(bool *child)
 void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_program *prog,
                 bool writable_root)
 {
-    struct control_msg ready = {.type = CONTROL_READY};
-    if (control_send(ctl, &ready, -1) < 0)
-        _exit(1);
     /* The spawner first, while init still may fork and exec: it keeps the privileges a command
-     * needs to become its user, and nothing else of init's. */
+     * needs to become its user, and nothing else of init's. Before READY, so that the host's
+     * first SPAWN finds it serving (bench/README.md, "Where the time goes"). */
     bool child;
     int spawner_fd = fork_spawner(&child);
     if (child) {
@@ -733,6 +731,9 @@ void agent_main(int ctl, int listen_fd, int hold_fd, const struct seccomp_progra
             close(hold_fd);
         spawner_main(spawner_fd, prog, writable_root);
     }
+    struct control_msg ready = {.type = CONTROL_READY};
+    if (control_send(ctl, &ready, -1) < 0)
+        _exit(1);
     static struct agent a;
     a.listen_fd = listen_fd;
     a.spawner_fd = spawner_fd;
