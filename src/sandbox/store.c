@@ -54,6 +54,19 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "ALTER TABLE sandboxes ADD COLUMN cold INTEGER NOT NULL DEFAULT 0;",
     /* 3: its deadline's pause is one without memory (autoPauseMemory: false) */
     "ALTER TABLE sandboxes ADD COLUMN auto_pause_cold INTEGER NOT NULL DEFAULT 0;",
+    /* 4: metrics samples, so that a restarted daemon still answers for the last hour */
+    "CREATE TABLE metrics ("
+    "  sandbox_id TEXT NOT NULL REFERENCES sandboxes (id) ON DELETE CASCADE,"
+    "  at_ms INTEGER NOT NULL,"
+    "  cpu_count INTEGER NOT NULL,"
+    "  cpu_used_pct REAL NOT NULL,"
+    "  mem_used INTEGER NOT NULL,"
+    "  mem_total INTEGER NOT NULL,"
+    "  mem_cache INTEGER NOT NULL,"
+    "  disk_used INTEGER NOT NULL,"
+    "  disk_total INTEGER NOT NULL,"
+    "  PRIMARY KEY (sandbox_id, at_ms)"
+    ") STRICT, WITHOUT ROWID;",
 };
 
 static int64_t now_ms(void)
@@ -314,6 +327,23 @@ static int current_state(struct store *st, const char *id, err_t *err)
     return state;
 }
 
+/* Within the open transaction: id's metrics samples taken before before_ms go
+ * (INT64_MAX: all). */
+static int drop_metrics_before(struct store *st, const char *id, int64_t before_ms, err_t *err)
+{
+    sqlite3_stmt *s = prepare(st, "DELETE FROM metrics WHERE sandbox_id = ? AND at_ms < ?", err);
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, before_ms);
+    return step_done(st, s, "drop metrics", err);
+}
+
+static int drop_metrics(struct store *st, const char *id, err_t *err)
+{
+    return drop_metrics_before(st, id, INT64_MAX, err);
+}
+
 static int transition(struct store *st, const char *id, unsigned from, enum sandbox_state to,
                       bool cold, const char *reason, const char *event_kind,
                       const char *event_detail_json, err_t *err)
@@ -344,6 +374,7 @@ static int transition(struct store *st, const char *id, unsigned from, enum sand
     sqlite3_bind_int(s, 3, cold);
     sqlite3_bind_text(s, 4, id, -1, SQLITE_STATIC);
     if (step_done(st, s, "update the state", err) < 0 ||
+        ((to == SANDBOX_KILLED || to == SANDBOX_FAILED) && drop_metrics(st, id, err) < 0) ||
         add_event(st, id, event_kind ? event_kind : sandbox_state_name(to), event_detail_json,
                   err) < 0 ||
         commit(st, err) < 0) {
@@ -571,6 +602,87 @@ int store_event_add(struct store *st, const char *id, const char *kind, const ch
         return err_wrap(err, "sandbox %s", id);
     }
     return 0;
+}
+
+/* Memory and disk figures are bytes, far below INT64_MAX; one above it is stored as that. */
+static int64_t bytes_column(uint64_t v)
+{
+    return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+int store_metric_add(struct store *st, const char *id, const struct store_metric *m,
+                     int64_t keep_after_ms, err_t *err)
+{
+    if (check_text("sandbox id", id, STORE_ID_MAX, err) < 0 || begin(st, err) < 0)
+        return -1;
+    sqlite3_stmt *s = prepare(st, "INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?,?)", err);
+    if (!s) {
+        rollback(st);
+        return -1;
+    }
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, m->at_ms);
+    sqlite3_bind_int64(s, 3, m->cpu_count);
+    sqlite3_bind_double(s, 4, m->cpu_used_pct);
+    sqlite3_bind_int64(s, 5, bytes_column(m->mem_used));
+    sqlite3_bind_int64(s, 6, bytes_column(m->mem_total));
+    sqlite3_bind_int64(s, 7, bytes_column(m->mem_cache));
+    sqlite3_bind_int64(s, 8, bytes_column(m->disk_used));
+    sqlite3_bind_int64(s, 9, bytes_column(m->disk_total));
+    if (step_done(st, s, "keep a metrics sample", err) < 0 ||
+        drop_metrics_before(st, id, keep_after_ms, err) < 0 || commit(st, err) < 0) {
+        rollback(st);
+        if (err->errnum == EEXIST) /* the foreign key names no sandbox */
+            return err_set(err, ENOENT, "no sandbox %s", id);
+        return err_wrap(err, "sandbox %s", id);
+    }
+    return 0;
+}
+
+static uint64_t bytes_of(sqlite3_stmt *s, int col)
+{
+    int64_t v = sqlite3_column_int64(s, col);
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+int store_metric_list(struct store *st, const char *id, struct store_metric *out, size_t max,
+                      err_t *err)
+{
+    if (max == 0)
+        return 0;
+    sqlite3_stmt *s = prepare(st,
+                              "SELECT at_ms, cpu_count, cpu_used_pct, mem_used, mem_total, "
+                              "mem_cache, disk_used, disk_total FROM metrics WHERE sandbox_id = ? "
+                              "ORDER BY at_ms DESC LIMIT ?",
+                              err);
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+    size_t n = 0;
+    int rc = SQLITE_DONE;
+    while (n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t cpus = sqlite3_column_int64(s, 1);
+        /* newest first from the query: filled from the end, moved to the front below */
+        out[max - 1 - n++] = (struct store_metric){
+            .at_ms = sqlite3_column_int64(s, 0),
+            .cpu_count = cpus > 0 && cpus < 1 << 16 ? (unsigned)cpus : 0,
+            .cpu_used_pct = sqlite3_column_double(s, 2),
+            .mem_used = bytes_of(s, 3),
+            .mem_total = bytes_of(s, 4),
+            .mem_cache = bytes_of(s, 5),
+            .disk_used = bytes_of(s, 6),
+            .disk_total = bytes_of(s, 7),
+        };
+    }
+    if (n < max && rc != SQLITE_DONE) {
+        db_fail(st, err, "read metrics");
+        sqlite3_finalize(s);
+        return -1;
+    }
+    sqlite3_finalize(s);
+    memmove(out, out + (max - n), n * sizeof *out);
+    return (int)n;
 }
 
 int store_event_list(struct store *st, const char *id, int64_t after_seq, size_t limit,

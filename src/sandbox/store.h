@@ -1,10 +1,10 @@
 /* The daemon's state in SQLite (DESIGN.md, "Sandboxes: state and lifecycle"): the sandboxes, each
- * one's event log, the API keys. One database file under the state directory, in WAL mode, with a
- * versioned schema that store_open migrates forward (one transaction per step). Every lifecycle
- * transition is one transaction that changes the sandbox's row and appends its event, so a crash
- * (kill -9 at any moment) leaves either both or neither. Single-threaded, like the daemon: calls
- * run to completion on the caller's thread (SQLite in WAL mode commits in well under a
- * millisecond on a local disk; the daemon's loop calls it directly).
+ * one's event log and its recent metrics, the API keys. One database file under the state
+ * directory, in WAL mode, with a versioned schema that store_open migrates forward (one transaction
+ * per step). Every lifecycle transition is one transaction that changes the sandbox's row and
+ * appends its event, so a crash (kill -9 at any moment) leaves either both or neither.
+ * Single-threaded, like the daemon: calls run to completion on the caller's thread (SQLite in WAL
+ * mode commits in well under a millisecond on a local disk; the daemon's loop calls it directly).
  *
  * Every call returns 0 (or a count) or -1 with err; a sandbox that does not exist is ENOENT, a
  * transition from a state that does not allow it EBUSY (with both states named), a duplicate id
@@ -18,7 +18,7 @@
 #include "util/err.h"
 
 /* The schema this build writes; store_open refuses a newer database (made by a newer hutch). */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /* Bounds on what is stored (the API checks the same before it gets here). */
 #define STORE_ID_MAX     64         /* sandbox ids, template ids, aliases */
@@ -111,6 +111,21 @@ int store_event_list(struct store *st, const char *id, int64_t after_seq, size_t
 int store_event_page(struct store *st, const char *id, int64_t after_seq, int64_t since_ms,
                      size_t limit, void (*cb)(const struct store_event *ev, void *ctx), void *ctx,
                      err_t *err);
+
+/* One metrics sample of a sandbox (src/serve/metrics.h says what each figure is). */
+struct store_metric {
+    int64_t at_ms; /* wall clock, ms since the epoch; one sample per sandbox and ms */
+    unsigned cpu_count;
+    double cpu_used_pct;
+    uint64_t mem_used, mem_total, mem_cache, disk_used, disk_total;
+};
+/* Keeps a sample of id's, and drops id's samples taken before keep_after_ms, in one transaction
+ * (schema version 4). A sandbox's samples go with it when it is killed or fails. */
+int store_metric_add(struct store *st, const char *id, const struct store_metric *m,
+                     int64_t keep_after_ms, err_t *err);
+/* id's latest samples, at most max, into out oldest first: how many. */
+int store_metric_list(struct store *st, const char *id, struct store_metric *out, size_t max,
+                      err_t *err);
 
 /* API keys are kept as their BLAKE2b hash (libsodium), never in the clear. */
 int store_api_key_add(struct store *st, const char *key, const char *name, err_t *err);

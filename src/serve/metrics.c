@@ -1,4 +1,4 @@
-/* A sandbox's metrics: the sampler and its ring (metrics.h). */
+/* A sandbox's metrics: the sampler, its ring, and the samples kept in the store (metrics.h). */
 #include "serve/metrics.h"
 
 #include <stdio.h>
@@ -7,12 +7,15 @@
 #include <uv.h>
 
 #include "jail/cgroup.h"
+#include "sandbox/store.h"
 #include "serve/sandbox.h"
 
 struct sbx_metrics {
     struct sbx *sb; /* NULL once the sandbox let go of it (the timer is closing) */
     uv_timer_t timer;
     bool running;
+    bool store_failed; /* a sample could not be kept: said once */
+    bool from_store;   /* reopened: the ring is read from the store when first asked for */
     uint64_t last_cpu_ns, last_mono_ns; /* the previous sample's, for the CPU share */
     struct api_metric *ring;
     size_t cap, head, n; /* ring[head] is the oldest of n */
@@ -83,6 +86,21 @@ static void sample(struct sbx_metrics *m)
         s.disk_used = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
     }
     ring_push(m, &s);
+    /* Kept for a restarted daemon; the sample stands in the ring regardless. */
+    struct store_metric kept = {.at_ms = s.at_ms,
+                                .cpu_count = s.cpu_count,
+                                .cpu_used_pct = s.cpu_used_pct,
+                                .mem_used = s.mem_used,
+                                .mem_total = s.mem_total,
+                                .mem_cache = s.mem_cache,
+                                .disk_used = s.disk_used,
+                                .disk_total = s.disk_total};
+    if (store_metric_add(sb->d->store, sb->id, &kept,
+                         s.at_ms - (int64_t)METRICS_RING_MAX * METRICS_INTERVAL_MS, &err) < 0 &&
+        !m->store_failed) {
+        fprintf(stderr, "hutch serve: %s: metrics not kept: %s\n", sb->id, err.msg);
+        m->store_failed = true; /* said once per sandbox */
+    }
 }
 
 static void on_tick(uv_timer_t *t)
@@ -92,18 +110,60 @@ static void on_tick(uv_timer_t *t)
         sample(m);
 }
 
-void metrics_start(struct sbx *sb)
+/* sb's sampler, made on first use; NULL without memory (the sandbox runs regardless). */
+static struct sbx_metrics *metrics_of(struct sbx *sb)
 {
     struct sbx_metrics *m = sb->metrics;
     if (!m) {
         m = calloc(1, sizeof *m);
         if (!m)
-            return; /* no metrics, the sandbox runs regardless */
+            return NULL;
         m->sb = sb;
         uv_timer_init(sb->d->loop, &m->timer);
         m->timer.data = m;
         sb->metrics = m;
     }
+    return m;
+}
+
+void metrics_restore(struct sbx *sb)
+{
+    struct sbx_metrics *m = metrics_of(sb);
+    if (m)
+        m->from_store = true; /* read when first asked for: a restart reopens many at once */
+}
+
+/* The ring as the store has it: every sample, the ones since the restart included (each was
+ * kept as it was taken). If the store cannot say, the ring stays as it is. */
+static void load_kept(struct sbx_metrics *m)
+{
+    if (!m->from_store || !m->sb)
+        return;
+    m->from_store = false;
+    struct store_metric *kept = malloc(METRICS_RING_MAX * sizeof *kept);
+    err_t err;
+    int n = kept ? store_metric_list(m->sb->d->store, m->sb->id, kept, METRICS_RING_MAX, &err) : 0;
+    if (n < 0)
+        fprintf(stderr, "hutch serve: %s: earlier metrics not read: %s\n", m->sb->id, err.msg);
+    if (n > 0)
+        m->n = m->head = 0;
+    for (int i = 0; i < n; i++)
+        ring_push(m, &(struct api_metric){.at_ms = kept[i].at_ms,
+                                          .cpu_count = kept[i].cpu_count,
+                                          .cpu_used_pct = kept[i].cpu_used_pct,
+                                          .mem_used = kept[i].mem_used,
+                                          .mem_total = kept[i].mem_total,
+                                          .mem_cache = kept[i].mem_cache,
+                                          .disk_used = kept[i].disk_used,
+                                          .disk_total = kept[i].disk_total});
+    free(kept);
+}
+
+void metrics_start(struct sbx *sb)
+{
+    struct sbx_metrics *m = metrics_of(sb);
+    if (!m)
+        return;
     m->running = true;
     m->last_mono_ns = jail_now_ns();
     m->last_cpu_ns = 0;
@@ -131,10 +191,12 @@ void metrics_free(struct sbx *sb)
     uv_close((uv_handle_t *)&m->timer, on_closed);
 }
 
-size_t metrics_between(const struct sbx *sb, int64_t start_s, int64_t end_s, struct api_metric *out,
+size_t metrics_between(struct sbx *sb, int64_t start_s, int64_t end_s, struct api_metric *out,
                        size_t max)
 {
-    const struct sbx_metrics *m = sb->metrics;
+    struct sbx_metrics *m = sb->metrics;
+    if (m)
+        load_kept(m);
     size_t got = 0;
     for (size_t i = 0; m && i < m->n && got < max; i++) {
         const struct api_metric *s = &m->ring[(m->head + i) % m->cap];
@@ -145,9 +207,11 @@ size_t metrics_between(const struct sbx *sb, int64_t start_s, int64_t end_s, str
     return got;
 }
 
-const struct api_metric *metrics_latest(const struct sbx *sb)
+const struct api_metric *metrics_latest(struct sbx *sb)
 {
-    const struct sbx_metrics *m = sb->metrics;
+    struct sbx_metrics *m = sb->metrics;
+    if (m)
+        load_kept(m);
     if (!m || m->n == 0)
         return NULL;
     return &m->ring[(m->head + m->n - 1) % m->cap];

@@ -926,6 +926,7 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
         else
             sb->adopt_on_resume = true;
     }
+    metrics_restore(sb);
     if (r->state == SANDBOX_RUNNING)
         metrics_start(sb);
     arm_deadline(sb); /* one past due fires at once */

@@ -4,7 +4,8 @@
 # output it had read before (replayed by Connect, in order, the last of a long one as a
 # contiguous tail), what List shows (argv, cwd), a command's lifetime (Connect-Timeout-Ms on
 # Start) still counted from its start (and not while the sandbox was paused), code contexts kept
-# with their state, and no record left once commands and sandbox are gone.
+# with their state, the metrics sampled before, and no record left once commands and sandbox
+# are gone.
 . "$(dirname "$0")/lib.sh"
 
 KEY=test-key-$$-$RANDOM
@@ -89,9 +90,17 @@ pe=$(client start 'sleep 0.5')
 sleep 3
 records=$(ls "$HUTCH_RUN_DIR/$sbx.cmds" 2>/dev/null | grep -c '\.json$')
 is "$records" 3 "each running command has its record in RUN/ID.cmds (the ended one's is gone)"
+stamps() { curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx/metrics" |
+    python3 -c 'import json,sys; print(" ".join(str(m["timestampUnix"]) for m in json.load(sys.stdin)))' 2>/dev/null; }
+metrics_before=$(stamps)
 kill -9 "$daemon"
 wait "$daemon" 2>/dev/null
 start_daemon && ok "the daemon restarts after kill -9" || not_ok "the daemon restarts after kill -9"
+metrics_after=$(stamps)
+[ -n "$metrics_before" ] && [[ "$metrics_after" == "$metrics_before"* ]] &&
+    ok "getMetrics after the restart still has the samples from before it ($metrics_before)" ||
+    { not_ok "getMetrics after the restart still has the samples from before it ('$metrics_before' -> '$metrics_after')"
+      diag "$(curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx/metrics")"; }
 
 # new commands get groups of their own: those of the commands that ran on keep their names
 # (the daemon before numbered them from 1 too: 30 reach past theirs)

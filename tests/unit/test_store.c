@@ -235,6 +235,53 @@ static bool file_contains(const char *path, const char *needle)
     return memmem(buf, n, needle, strlen(needle)) != NULL;
 }
 
+/* Schema version 4: metrics samples, kept across a reopen, bounded by age, gone with a kill. */
+static void metrics(struct store *st)
+{
+    err_t err = {0};
+    struct store_sandbox sb = make("m1", "base", 5);
+    ok(store_sandbox_insert(st, &sb, &err) == 0 &&
+           store_sandbox_transition(st, "m1", SANDBOX_STATES_LIVE, SANDBOX_RUNNING, NULL, NULL,
+                                    NULL, &err) == 0,
+       "a running sandbox for metrics");
+    bool all = true;
+    for (int i = 1; i <= 5; i++) {
+        struct store_metric m = {.at_ms = 1000 * i,
+                                 .cpu_count = 2,
+                                 .cpu_used_pct = 12.5 * i,
+                                 .mem_used = (uint64_t)i << 20,
+                                 .mem_total = 3ull << 40,
+                                 .mem_cache = 7,
+                                 .disk_used = (uint64_t)i << 30,
+                                 .disk_total = 10ull << 30};
+        all = all && store_metric_add(st, "m1", &m, 0, &err) == 0;
+    }
+    ok(all, "five samples kept (%s)", err.msg);
+    struct store_metric out[8];
+    int n = store_metric_list(st, "m1", out, 8, &err);
+    ok(n == 5 && out[0].at_ms == 1000 && out[4].at_ms == 5000, "all five, oldest first (%d)", n);
+    ok(n == 5 && out[2].cpu_count == 2 && out[2].cpu_used_pct == 37.5 &&
+           out[2].mem_used == 3u << 20 && out[2].mem_total == 3ull << 40 && out[2].mem_cache == 7 &&
+           out[2].disk_used == 3ull << 30 && out[2].disk_total == 10ull << 30,
+       "every figure as it was kept");
+    n = store_metric_list(st, "m1", out, 2, &err);
+    ok(n == 2 && out[0].at_ms == 4000 && out[1].at_ms == 5000, "at most 2: the newest two");
+    struct store_metric again = {.at_ms = 5000, .cpu_count = 4};
+    ok(store_metric_add(st, "m1", &again, 0, &err) == 0 &&
+           store_metric_list(st, "m1", out, 8, &err) == 5 && out[4].cpu_count == 4,
+       "a sample at the same ms replaces the one there");
+    struct store_metric later = {.at_ms = 6000, .cpu_count = 2};
+    n = store_metric_add(st, "m1", &later, 3500, &err) == 0
+            ? store_metric_list(st, "m1", out, 8, &err)
+            : -1;
+    ok(n == 3 && out[0].at_ms == 4000 && out[2].at_ms == 6000,
+       "samples before keep_after go as a new one comes (%d left)", n);
+    ok(store_metric_add(st, "nope", &later, 0, &err) < 0 && err.errnum == ENOENT,
+       "a sample of an unknown sandbox: ENOENT (%s)", err.msg);
+    ok(store_metric_list(st, "nope", out, 8, &err) == 0, "an unknown sandbox has none");
+    store_metric_add(st, "l07", &later, 0, &err); /* kept for the reopen below */
+}
+
 static void api_keys(struct store *st)
 {
     err_t err = {0};
@@ -452,6 +499,7 @@ int main(void)
        STORE_SCHEMA_VERSION);
     sandboxes(st);
     lists(st);
+    metrics(st);
     api_keys(st);
     store_close(st);
 
@@ -461,6 +509,15 @@ int main(void)
            store_api_key_count(st, &err) == 1,
        "reopened: the same sandboxes and keys");
     store_sandbox_free_fields(&got);
+    struct store_metric kept[4];
+    ok(st && store_metric_list(st, "m1", kept, 4, &err) == 3 && kept[2].at_ms == 6000,
+       "reopened: the metrics samples too");
+    ok(st &&
+           store_sandbox_transition(st, "m1", SANDBOX_STATES_LIVE, SANDBOX_KILLED, "test", NULL,
+                                    NULL, &err) == 0 &&
+           store_metric_list(st, "m1", kept, 4, &err) == 0,
+       "killed: its samples are gone");
+    ok(st && store_metric_list(st, "l07", kept, 4, &err) == 1, "another sandbox's samples stay");
     store_close(st);
 
     cold_pause(db_path);
