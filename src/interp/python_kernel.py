@@ -397,9 +397,10 @@ def _figure_png(fig):
     return print_figure(fig, "png", bbox_inches="tight")
 
 
-def _dict_json(obj):
-    """E2B's server gives a dict or list value that is JSON data a `json` format; the protocol
-    carries objects only, so here only a dict gets one."""
+def _container_json(obj):
+    """E2B's server gives a dict or list value that is JSON data a `json` format (numpy values
+    as their lists and numbers, keys that are not strings as strings); one that is not JSON
+    data gets none."""
     try:
         return _jsonable(obj, strict=True)
     except (TypeError, ValueError, RecursionError):
@@ -863,7 +864,8 @@ class Kernel:
         data.for_type_by_name("pandas.core.frame", "DataFrame", _quiet(_dataframe_data))
         chart.for_type_by_name("matplotlib.figure", "Figure", _quiet(figure_chart))
         formatters["image/png"].for_type_by_name("matplotlib.figure", "Figure", _figure_png)
-        formatters["application/json"].for_type(dict, _dict_json)
+        formatters["application/json"].for_type(dict, _container_json)
+        formatters["application/json"].for_type(list, _container_json)
         shell.events.register("post_execute", self._show_open_figures)
         return shell
 
@@ -910,7 +912,8 @@ class Kernel:
             if key is None:
                 extra[mime] = value
             elif key in OBJECT_KEYS:
-                if isinstance(value, dict):
+                # data and chart are objects; json an object or a list, as E2B's
+                if isinstance(value, dict) or (key == "json" and isinstance(value, list)):
                     msg[key] = value
             elif isinstance(value, str):
                 msg[key] = value

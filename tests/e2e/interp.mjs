@@ -62,6 +62,10 @@ await test('display() and rich reprs: html, markdown, json', async () => {
   eq(html?.isMainResult, false, 'a display is not the main result')
   eq(r.results.find((x) => x.markdown)?.markdown, '# t', 'markdown')
   eq(r.text, '42', 'the main result after them')
+  eq(JSON.stringify((await sbx.runCode("{'a': [1, 2]}")).results[0]?.json), '{"a":[1,2]}', 'a dict value: json')
+  const list = (await sbx.runCode("[1, {'b': None}]")).results[0]
+  eq(JSON.stringify(list?.json), '[1,{"b":null}]', 'a list value: json too, as E2B gives it')
+  assert(list?.formats().includes('json'), `formats ${list?.formats()}`)
 })
 
 await test('matplotlib: a PNG and a chart with its numbers', async () => {

@@ -51,7 +51,8 @@ def protocol_problems(msgs):
                        "javascript")
             if not (isinstance(m.get("extra"), dict) and isinstance(m.get("is_main_result"), bool)
                     and all(isinstance(m[f], str) for f in strings if f in m)
-                    and all(isinstance(m[f], dict) for f in ("json", "data", "chart") if f in m)):
+                    and all(isinstance(m[f], dict) for f in ("data", "chart") if f in m)
+                    and isinstance(m.get("json", {}), (dict, list))):
                 found.append("result fields %r" % {k: type(v).__name__ for k, v in m.items()})
         elif kind not in ("stdout", "stderr", "error", "result", "end_of_execution"):
             found.append("unknown type %r" % kind)
@@ -123,7 +124,11 @@ t.is_([x["type"] for x in m[:5]], ["result", "result", "stdout", "result", "resu
 m = k.execute("{'a': 1, 'b': [1.5, None]}")
 t.is_(main_result(m).get("json"), {"a": 1, "b": [1.5, None]}, "a dict value has a json format")
 t.is_(text_of(m), "{'a': 1, 'b': [1.5, None]}", "...and its repr as text")
-t.is_(main_result(k.execute("[1, 2]")).get("json"), None, "a list has no json (objects only)")
+t.is_(main_result(k.execute("[1, {'a': [2]}]")).get("json"), [1, {"a": [2]}],
+      "a list value has a json format too, as E2B's")
+t.is_(main_result(k.execute("[1, object()]")).get("json"), None,
+      "a list that is not JSON data has none")
+t.is_(main_result(k.execute("(1, 2)")).get("json"), None, "a tuple has none (E2B's: lists, dicts)")
 m = k.execute("list(range(2000))")
 t.ok(text_of(m).endswith("1999]"), "long lists are not cut short (E2B's max_seq_length = 0)")
 
