@@ -461,7 +461,11 @@ static void lazy_workers(void)
     ok(do_stat("/root", true, false) == PROTO_FILE_INFO, "root's first request");
     ok(find_worker("hutch-files-0", &root) == 0, "it started root's worker (pid %d)",
        (int)root.pid);
-    /* Killed (as the sandbox's root could, or the OOM killer): the next request starts another. */
+    /* Killed (as the sandbox's root could, or the OOM killer): the next request starts another,
+     * this time while a command runs, so that the spawner holds its cgroup fds (sudo_groups.c). */
+    struct started bg;
+    bool running = bg_start("sleep 60", false, &bg) == 0;
+    ok(running, "a command runs meanwhile");
     pid_t old = root.pid;
     ok(old > 0 && kill(old, SIGKILL) == 0, "root's worker killed");
     for (int i = 0; i < 200 && find_worker("hutch-files-0", &root) == 0 && root.pid == old; i++)
@@ -472,6 +476,9 @@ static void lazy_workers(void)
     ok(rc == PROTO_FILE_INFO, "root's next request is answered (%d)", rc);
     ok(find_worker("hutch-files-0", &root) == 0 && root.pid != old,
        "by a new worker (pid %d, was %d)", (int)root.pid, (int)old);
+    ok(root.fds == 2, "it holds its socket and the root, none of the spawner's fds (%d)", root.fds);
+    if (running)
+        bg_stop(&bg);
     ok(find_worker("hutch-files-u", &user) == 0, "the user's worker went on");
 }
 
