@@ -11,6 +11,7 @@
 
 #include "api/json_input.h"
 #include "jail/jail.h"
+#include "util/parse.h"
 #include "util/strfmt.h"
 #include "util/utf8.h"
 
@@ -384,4 +385,59 @@ char *envd_watcher_events_reply(const struct envd_watch_item *items, size_t n)
         }
     }
     return list ? dump(json_pack("{s:o}", "events", list)) : NULL;
+}
+
+/* ---------- Range ---------- */
+
+/* A byte position of a Range: 1 to 20 digits, nothing else. */
+static bool range_pos(const char *s, size_t n, uint64_t *out)
+{
+    char digits[21];
+    if (n == 0 || n >= sizeof digits)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+    memcpy(digits, s, n);
+    digits[n] = '\0';
+    return parse_count(digits, 0, UINT64_MAX, out) == 0;
+}
+
+enum envd_range envd_range_parse(const char *header, uint64_t size, uint64_t *first, uint64_t *len)
+{
+    if (!header || strlen(header) > ENVD_RANGE_HEADER_MAX || strncasecmp(header, "bytes=", 6) != 0)
+        return ENVD_RANGE_NONE;
+    const char *spec = header + 6;
+    while (*spec == ' ' || *spec == '\t')
+        spec++;
+    size_t n = strlen(spec);
+    while (n && (spec[n - 1] == ' ' || spec[n - 1] == '\t'))
+        n--;
+    const char *dash = memchr(spec, '-', n);
+    if (!dash || memchr(spec, ',', n))
+        return ENVD_RANGE_NONE; /* malformed, or several ranges: the whole file */
+    size_t left = (size_t)(dash - spec), right = n - left - 1;
+    uint64_t a, b;
+    if (left == 0) { /* a suffix: the last b bytes */
+        if (!range_pos(dash + 1, right, &b))
+            return ENVD_RANGE_NONE;
+        if (b == 0 || size == 0)
+            return ENVD_RANGE_UNSATISFIABLE;
+        *first = b >= size ? 0 : size - b;
+        *len = size - *first;
+        return ENVD_RANGE_ONE;
+    }
+    if (!range_pos(spec, left, &a))
+        return ENVD_RANGE_NONE;
+    if (right == 0)
+        b = UINT64_MAX;
+    else if (!range_pos(dash + 1, right, &b) || b < a)
+        return ENVD_RANGE_NONE;
+    if (a >= size)
+        return ENVD_RANGE_UNSATISFIABLE;
+    if (b >= size)
+        b = size - 1;
+    *first = a;
+    *len = b - a + 1;
+    return ENVD_RANGE_ONE;
 }

@@ -42,6 +42,15 @@ int envd_fs_request_parse(enum envd_fs_call call, const char *json, struct envd_
  * that: the files workers normalize and resolve inside the sandbox's root. */
 int envd_path_absolute(const char *path, bool as_root, char out[ENVD_PATH_MAX + 1], err_t *err);
 
+/* A download's Range header (RFC 9110, 14.2) against a file of size bytes. ENVD_RANGE_NONE: no
+ * range to honour (absent, another unit, several ranges, or malformed: the whole file is the
+ * answer, as the RFC lets a server do); ENVD_RANGE_ONE: bytes [*first, *first + *len), all
+ * inside the file (a last position past its end is cut to it); ENVD_RANGE_UNSATISFIABLE: a 416
+ * (a first position at or past the end, a suffix of 0, any range of an empty file). */
+enum envd_range { ENVD_RANGE_NONE, ENVD_RANGE_ONE, ENVD_RANGE_UNSATISFIABLE };
+#define ENVD_RANGE_HEADER_MAX 96 /* longer Range headers are ignored */
+enum envd_range envd_range_parse(const char *header, uint64_t size, uint64_t *first, uint64_t *len);
+
 /* Go's fs.FileMode.String() of a type and mode: "-rw-r--r--", "drwxr-xr-x", "Lrwxrwxrwx",
  * "urwxr-xr-x" (setuid), "dtrwxrwxrwx" (sticky). out holds 16 bytes. */
 void envd_permissions(uint32_t type, uint32_t mode, char out[16]);

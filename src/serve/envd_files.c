@@ -64,6 +64,7 @@ struct fcall {
     /* Move: the destination, stat'ed once moved */
     char destination[ENVD_PATH_MAX + 1];
     /* download */
+    char range[ENVD_RANGE_HEADER_MAX + 1]; /* its Range header, "" for none (or one ignored) */
     int read_fd;
     uint64_t left;
     bool waiting_drain;
@@ -452,12 +453,44 @@ static void on_read_opened(struct sbx *sb, struct jail_agent_msg *m, const char 
     }
     f->read_fd = m->files.fd;
     m->files.fd = -1;
-    f->left = m->files.file.size;
-    static const struct http_header h[] = {{"Content-Type", "application/octet-stream"},
-                                           {"Vary", "Accept-Encoding"},
-                                           {"Content-Encoding", "gzip"}};
+    uint64_t size = m->files.file.size, first = 0;
+    f->left = size;
+    char content_range[80];
+    struct http_header h[4] = {{"Content-Type", "application/octet-stream"},
+                               {"Accept-Ranges", "bytes"}};
+    size_t n = 2;
+    int status = 200;
+    switch (envd_range_parse(f->range[0] ? f->range : NULL, size, &first, &f->left)) {
+    case ENVD_RANGE_UNSATISFIABLE:
+        snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)size);
+        h[n++] = (struct http_header){"Content-Range", content_range};
+        f->responded = true;
+        http_respond(f->x, 416, h, n, NULL, 0);
+        return;
+    case ENVD_RANGE_ONE:
+        if (lseek(f->read_fd, (off_t)first, SEEK_SET) < 0) {
+            reply_error(f, EIO, "cannot seek to the range's start");
+            return;
+        }
+        /* the part as it is stored: a range of a gzip encoding is no use to anyone */
+        gzip_encoder_free(f->gz_out);
+        f->gz_out = NULL;
+        snprintf(content_range, sizeof content_range, "bytes %llu-%llu/%llu",
+                 (unsigned long long)first, (unsigned long long)(first + f->left - 1),
+                 (unsigned long long)size);
+        h[n++] = (struct http_header){"Content-Range", content_range};
+        status = 206;
+        break;
+    case ENVD_RANGE_NONE:
+        f->left = size;
+        if (f->gz_out) {
+            h[n++] = (struct http_header){"Vary", "Accept-Encoding"};
+            h[n++] = (struct http_header){"Content-Encoding", "gzip"};
+        }
+        break;
+    }
     f->responded = true;
-    if (http_respond_start(f->x, 200, h, f->gz_out ? 3 : 2, f->gz_out ? -1 : (int64_t)f->left) < 0)
+    if (http_respond_start(f->x, status, h, n, f->gz_out ? -1 : (int64_t)f->left) < 0)
         return;
     download_more(f);
 }
@@ -1006,6 +1039,11 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
             reply_error(f, ENOMEM, err.msg);
             return;
         }
+        /* One range, unless If-Range asks for a check of a validator that no answer here has */
+        const char *range = http_request_header(req, "Range");
+        if (range && !http_request_header(req, "If-Range") &&
+            strlen(range) <= ENVD_RANGE_HEADER_MAX)
+            snprintf(f->range, sizeof f->range, "%s", range);
         struct proto_file_request r = {.type = PROTO_FILE_READ, .path = abs, .as_root = f->as_root};
         send_request(f, &r, f, on_read_opened, NULL);
         return;

@@ -2,7 +2,7 @@
 # envd's /files and the filesystem details the SDK relies on, over plain HTTP (curl) and through
 # the real SDK (npm e2b, when /work/sdk or NODE_PATH has it): signed download and upload URLs
 # (routed by Host or by the signature alone, checked, expired, for another path, user or
-# sandbox), X-Metadata-* kept as user.e2b.* xattrs and returned as metadata, gzip bodies both
+# sandbox), X-Metadata-* kept as user.e2b.* xattrs and returned as metadata, Range downloads, gzip bodies both
 # ways (a bomb and a truncated stream refused, nothing half-written left), the owner of what is
 # written, and symlinkTarget as an absolute path.
 . "$(dirname "$0")/lib.sh"
@@ -171,6 +171,27 @@ like "$(tr -d '\r' <<<"$h")" $'\n[Cc]ontent-[Ee]ncoding: gzip' "a download with 
 gzip -dc "$WORK/dl.gz" 2>/dev/null | cmp -s - "$WORK/plain" && ok "... and its body gunzips to the file" || not_ok "... and its body gunzips to the file"
 h=$(curl -s -D - -o "$WORK/dl" -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -H 'Accept-Encoding: gzip;q=0, identity' "$U/files?path=/home/user/gz/raw.txt")
 case $h in *[Cc]ontent-[Ee]ncoding*) not_ok "gzip;q=0: a plain answer" ;; *) cmp -s "$WORK/dl" "$WORK/plain" && ok "gzip;q=0: a plain answer" || not_ok "gzip;q=0: a plain answer" ;; esac
+# Range: one range gets a 206 with its part (never gzipped), an unsatisfiable one a 416, several
+# ranges or an If-Range the whole file
+size=$(stat -c %s "$WORK/plain")
+rng() { curl -s -D "$WORK/rh" -o "$WORK/rb" -w '%{http_code}' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" "$@" "$U/files?path=/home/user/gz/raw.txt"; }
+hdr() { tr -d '\r' <"$WORK/rh" | grep -i "^$1:" | cut -d' ' -f2-; }
+st=$(rng -H 'Range: bytes=10-19')
+is "$st/$(hdr content-range)/$(cmp -s "$WORK/rb" <(tail -c +11 "$WORK/plain" | head -c 10) && echo same)" "206/bytes 10-19/$size/same" \
+    "Range bytes=10-19: 206, its Content-Range, those 10 bytes"
+st=$(rng -H 'Range: bytes=-7' -H 'Accept-Encoding: gzip')
+is "$st/$(hdr content-range)/$(hdr content-encoding)/$(cmp -s "$WORK/rb" <(tail -c 7 "$WORK/plain") && echo same)" \
+    "206/bytes $((size - 7))-$((size - 1))/$size//same" "a suffix range with Accept-Encoding gzip: the last 7 bytes, not gzipped"
+st=$(rng -H "Range: bytes=$((size - 3))-99999999999")
+is "$st/$(stat -c %s "$WORK/rb")" "206/3" "a range past the end is cut to it"
+st=$(rng -H "Range: bytes=$size-")
+is "$st/$(hdr content-range)" "416/bytes */$size" "a range that starts at the end: 416, Content-Range bytes */size"
+st=$(rng -H 'Range: bytes=0-1,5-6')
+is "$st/$(cmp -s "$WORK/rb" "$WORK/plain" && echo same)" "200/same" "several ranges: the whole file, 200"
+st=$(rng -H 'Range: bytes=0-1' -H 'If-Range: "x"')
+is "$st/$(cmp -s "$WORK/rb" "$WORK/plain" && echo same)" "200/same" "Range with If-Range: the whole file, 200"
+st=$(rng)
+is "$st/$(hdr accept-ranges)" "200/bytes" "a whole download says Accept-Ranges: bytes"
 fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary '' "$U/files?path=/home/user/gz/empty" >/dev/null
 out=$(curl -s -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -H 'Accept-Encoding: gzip' "$U/files?path=/home/user/gz/empty" | gzip -dc | wc -c)
 is "$out" 0 "an empty file gzipped: a valid empty gzip stream"

@@ -268,5 +268,51 @@ int main(void)
     text = envd_watcher_events_reply(NULL, 0);
     is_str(text, "{\"events\":[]}", "no events: an empty list");
     free(text);
+    /* Range (RFC 9110 14.2) against a file of 100 bytes */
+    static const struct {
+        const char *header;
+        uint64_t size;
+        enum envd_range want;
+        uint64_t first, len;
+    } ranges[] = {
+        {"bytes=0-9", 100, ENVD_RANGE_ONE, 0, 10},
+        {"bytes=10-", 100, ENVD_RANGE_ONE, 10, 90},
+        {"bytes=-5", 100, ENVD_RANGE_ONE, 95, 5},
+        {"bytes=-500", 100, ENVD_RANGE_ONE, 0, 100},
+        {"bytes=90-500", 100, ENVD_RANGE_ONE, 90, 10},
+        {"Bytes= 99-99 ", 100, ENVD_RANGE_ONE, 99, 1},
+        {"bytes=100-", 100, ENVD_RANGE_UNSATISFIABLE, 0, 0},
+        {"bytes=-0", 100, ENVD_RANGE_UNSATISFIABLE, 0, 0},
+        {"bytes=0-", 0, ENVD_RANGE_UNSATISFIABLE, 0, 0},
+        {"bytes=-1", 0, ENVD_RANGE_UNSATISFIABLE, 0, 0},
+        {"bytes=18446744073709551615-", 100, ENVD_RANGE_UNSATISFIABLE, 0, 0},
+        {NULL, 100, ENVD_RANGE_NONE, 0, 0},
+        {"", 100, ENVD_RANGE_NONE, 0, 0},
+        {"items=0-1", 100, ENVD_RANGE_NONE, 0, 0},
+        {"bytes=0-1,5-6", 100, ENVD_RANGE_NONE, 0, 0},
+        {"bytes=5-1", 100, ENVD_RANGE_NONE, 0, 0},
+        {"bytes=-", 100, ENVD_RANGE_NONE, 0, 0},
+        {"bytes=a-b", 100, ENVD_RANGE_NONE, 0, 0},
+        {"bytes=+1-2", 100, ENVD_RANGE_NONE, 0, 0},
+        {"bytes=1--2", 100, ENVD_RANGE_NONE, 0, 0},
+        {"bytes=1 -2", 100, ENVD_RANGE_NONE, 0, 0},
+        {"bytes=18446744073709551616-", 100, ENVD_RANGE_NONE, 0, 0},
+        {"bytes=0-99999999999999999999999", 100, ENVD_RANGE_NONE, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        uint64_t first = 7, len = 7;
+        enum envd_range got = envd_range_parse(ranges[i].header, ranges[i].size, &first, &len);
+        ok(got == ranges[i].want &&
+               (got != ENVD_RANGE_ONE || (first == ranges[i].first && len == ranges[i].len)),
+           "Range '%s' of %llu bytes: %d [%llu, +%llu)",
+           ranges[i].header ? ranges[i].header : "(none)", (unsigned long long)ranges[i].size,
+           (int)got, (unsigned long long)first, (unsigned long long)len);
+    }
+    char longer[ENVD_RANGE_HEADER_MAX + 16] = "bytes=0-1";
+    memset(longer + 9, ' ', sizeof longer - 10);
+    longer[sizeof longer - 1] = '\0';
+    uint64_t first, len;
+    ok(envd_range_parse(longer, 100, &first, &len) == ENVD_RANGE_NONE,
+       "a Range header past %d bytes is ignored", ENVD_RANGE_HEADER_MAX);
     return done_testing();
 }
