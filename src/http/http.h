@@ -129,7 +129,8 @@ const char *http_request_header(const struct http_request *req, const char *name
 /* A whole response: status (200..999), extra headers (n of them; Content-Length,
  * Transfer-Encoding and Connection are the server's), body of len bytes (copied). 0, or -1 when
  * the exchange already has a response or a header is refused (a reserved name, a name that is
- * not a token, CR or LF in a value). No body goes out for HEAD, 204 and 304. */
+ * not a token, a control character but HTAB in a value). No body goes out for HEAD, 204 and
+ * 304. */
 int http_respond(struct http_exchange *x, int status, const struct http_header *headers, size_t n,
                  const void *body, size_t len);
 /* An error response in E2B's shape: {"code": status, "message": message}. */

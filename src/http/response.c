@@ -58,14 +58,25 @@ static bool header_name_ok(const char *s)
     return true;
 }
 
-/* The handler's headers: no CR or LF anywhere (a value from a sandbox must not add headers or
- * end the head), and none of the names the server writes itself. */
+/* A field value as RFC 9110 (5.5) has it: visible characters, spaces, tabs and obs-text; no
+ * other control character (CR or LF would add headers or end the head, the rest make a
+ * response that clients refuse). */
+static bool header_value_ok(const char *s)
+{
+    for (; *s; s++)
+        if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+            return false;
+    return true;
+}
+
+/* The handler's headers: names that are tokens, values of field characters only (a value from
+ * a sandbox must not add headers or end the head), and none of the names the server writes
+ * itself. */
 static bool headers_ok(const struct http_header *h, size_t n)
 {
     static const char *const reserved[] = {"Content-Length", "Transfer-Encoding", "Connection"};
     for (size_t i = 0; i < n; i++) {
-        if (!h[i].name || !h[i].value || !header_name_ok(h[i].name) ||
-            strpbrk(h[i].value, "\r\n"))
+        if (!h[i].name || !h[i].value || !header_name_ok(h[i].name) || !header_value_ok(h[i].value))
             return false;
         for (size_t r = 0; r < sizeof reserved / sizeof reserved[0]; r++)
             if (strcasecmp(h[i].name, reserved[r]) == 0)
@@ -124,7 +135,8 @@ static int response_start(struct http_exchange *x, int status, const struct http
     if (!keep)
         c->close_after = true;
     x->response = HTTP_RESPONSE_STARTED;
-    uv_buf_t bufs[2] = {uv_buf_init(t.p, (unsigned)t.len), uv_buf_init((char *)body, (unsigned)body_len)};
+    uv_buf_t bufs[2] = {uv_buf_init(t.p, (unsigned)t.len),
+                        uv_buf_init((char *)body, (unsigned)body_len)};
     bool with_body = body_len > 0 && !x->response_no_body;
     int rc = http_conn_writev(c, bufs, with_body ? 2 : 1);
     free(t.p);

@@ -3,7 +3,9 @@
  * a parsed request has a non-empty path (and destination for Move) within ENVD_PATH_MAX and a
  * depth of 1..64, or the failure has an errno, a message and a cleared request; an absolute path
  * starts with '/', keeps an absolute input as it is, and a relative one below the user's home.
- * Every input is also a watcher call's {watcherId}: taken only as 1..64 bytes of printable ASCII.
+ * Every input is also a watcher call's {watcherId}: taken only as 1..64 bytes of printable ASCII,
+ * and a download's Range header against a file of one of a few sizes (picked by the first byte):
+ * a range to serve is 1 or more bytes wholly inside the file, an empty file has none.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -49,6 +51,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         fuzz_assert(err.errnum && !id[0]);
     }
+    static const uint64_t sizes[] = {0, 1, 10, 100, 1ull << 40, UINT64_MAX};
+    uint64_t file = sizes[(data[0] >> 3) % (sizeof sizes / sizeof sizes[0])], first = 0, len = 0;
+    enum envd_range range = envd_range_parse(s, file, &first, &len);
+    fuzz_assert(range == ENVD_RANGE_NONE || range == ENVD_RANGE_ONE ||
+                range == ENVD_RANGE_UNSATISFIABLE);
+    if (range == ENVD_RANGE_ONE)
+        fuzz_assert(file > 0 && len >= 1 && first < file && len <= file - first);
     free(s);
     return 0;
 }

@@ -109,7 +109,7 @@ static void on_request(struct http_exchange *x, const struct http_request *req, 
         break;
     case 's': {
         struct http_header h[] = {{"X-Path", req->path}};
-        /* A path with CR or LF would be refused as a header value: then without it. */
+        /* A path with a control character is refused as a header value: then without it. */
         if (http_respond_start(x, 200, h, 1, -1) < 0)
             http_respond_start(x, 200, NULL, 0, -1);
         for (int i = 0; i < 3; i++)

@@ -175,6 +175,14 @@ static void on_request(struct http_exchange *x, const struct http_request *req, 
         int n = snprintf(body, sizeof body, "hello %s %s", req->method, req->target);
         struct http_header h[] = {{"X-Unix", req->from_unix_socket ? "1" : "0"}};
         http_respond(x, 200, h, 1, body, (size_t)n);
+    } else if (strcmp(p, "/header-values") == 0) {
+        /* refused: a form feed, a DEL, a CR; then one with a tab and obs-text goes out */
+        struct http_header ff[] = {{"X-Bad", "a\fb"}}, del[] = {{"X-Bad", "a\x7f"}},
+                           cr[] = {{"X-Bad", "a\rb"}}, good[] = {{"X-Good", "t\tx \xc3\xa9"}};
+        char body[64];
+        int n = snprintf(body, sizeof body, "%d %d %d", http_respond(x, 200, ff, 1, "", 0),
+                         http_respond(x, 200, del, 1, "", 0), http_respond(x, 200, cr, 1, "", 0));
+        http_respond(x, 200, good, 1, body, (size_t)n);
     } else if (strcmp(p, "/echo") == 0) {
         e->route = R_ECHO;
         http_exchange_on_body(x, 1 * MIB, &body_cbs, e);
@@ -497,6 +505,13 @@ static void test_basics(uint16_t port)
     is_str(c->body, "hello GET /hello?x=1", "GET: the body names method and target");
     ok(has_header(c, "content-length: 20") && has_header(c, "x-unix: 0"),
        "GET: Content-Length and the handler's header");
+    client_free(c);
+
+    c = exchange_once(port, "GET /header-values HTTP/1.1\r\n\r\n");
+    ok(c && c->complete && c->parser.status_code == 200 && c->body &&
+           strcmp(c->body, "-1 -1 -1") == 0 && has_header(c, "x-good: t\tx \xc3\xa9"),
+       "header values with a form feed, a DEL or a CR are refused; a tab and obs-text go out (%s)",
+       c && c->body ? c->body : "no body");
     client_free(c);
 
     c = exchange_once(port, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello world");
