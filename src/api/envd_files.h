@@ -46,7 +46,8 @@ int envd_path_absolute(const char *path, bool as_root, char out[ENVD_PATH_MAX + 
  * range to honour (absent, another unit, several ranges, or malformed: the whole file is the
  * answer, as the RFC lets a server do); ENVD_RANGE_ONE: bytes [*first, *first + *len), all
  * inside the file (a last position past its end is cut to it); ENVD_RANGE_UNSATISFIABLE: a 416
- * (a first position at or past the end, a suffix of 0, any range of an empty file). */
+ * (a first position at or past the end, a suffix of 0, any range of an empty file). *first and
+ * *len are written for ENVD_RANGE_ONE only. */
 enum envd_range { ENVD_RANGE_NONE, ENVD_RANGE_ONE, ENVD_RANGE_UNSATISFIABLE };
 #define ENVD_RANGE_HEADER_MAX 96 /* longer Range headers are ignored */
 enum envd_range envd_range_parse(const char *header, uint64_t size, uint64_t *first, uint64_t *len);

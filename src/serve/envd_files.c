@@ -481,8 +481,7 @@ static void on_read_opened(struct sbx *sb, struct jail_agent_msg *m, const char 
         h[n++] = (struct http_header){"Content-Range", content_range};
         status = 206;
         break;
-    case ENVD_RANGE_NONE:
-        f->left = size;
+    case ENVD_RANGE_NONE: /* the parser left f->left as it was: size */
         if (f->gz_out) {
             h[n++] = (struct http_header){"Vary", "Accept-Encoding"};
             h[n++] = (struct http_header){"Content-Encoding", "gzip"};

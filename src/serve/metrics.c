@@ -53,6 +53,31 @@ static void ring_push(struct sbx_metrics *m, const struct api_metric *s)
     m->head = (m->head + 1) % m->cap;
 }
 
+/* A sample as the store keeps it (src/sandbox knows no API types), and back. */
+static struct store_metric stored(const struct api_metric *s)
+{
+    return (struct store_metric){.at_ms = s->at_ms,
+                                 .cpu_count = s->cpu_count,
+                                 .cpu_used_pct = s->cpu_used_pct,
+                                 .mem_used = s->mem_used,
+                                 .mem_total = s->mem_total,
+                                 .mem_cache = s->mem_cache,
+                                 .disk_used = s->disk_used,
+                                 .disk_total = s->disk_total};
+}
+
+static struct api_metric from_store(const struct store_metric *k)
+{
+    return (struct api_metric){.at_ms = k->at_ms,
+                               .cpu_count = k->cpu_count,
+                               .cpu_used_pct = k->cpu_used_pct,
+                               .mem_used = k->mem_used,
+                               .mem_total = k->mem_total,
+                               .mem_cache = k->mem_cache,
+                               .disk_used = k->disk_used,
+                               .disk_total = k->disk_total};
+}
+
 static void sample(struct sbx_metrics *m)
 {
     struct sbx *sb = m->sb;
@@ -87,14 +112,7 @@ static void sample(struct sbx_metrics *m)
     }
     ring_push(m, &s);
     /* Kept for a restarted daemon; the sample stands in the ring regardless. */
-    struct store_metric kept = {.at_ms = s.at_ms,
-                                .cpu_count = s.cpu_count,
-                                .cpu_used_pct = s.cpu_used_pct,
-                                .mem_used = s.mem_used,
-                                .mem_total = s.mem_total,
-                                .mem_cache = s.mem_cache,
-                                .disk_used = s.disk_used,
-                                .disk_total = s.disk_total};
+    struct store_metric kept = stored(&s);
     if (store_metric_add(sb->d->store, sb->id, &kept,
                          s.at_ms - (int64_t)METRICS_RING_MAX * METRICS_INTERVAL_MS, &err) < 0 &&
         !m->store_failed) {
@@ -147,15 +165,10 @@ static void load_kept(struct sbx_metrics *m)
         fprintf(stderr, "hutch serve: %s: earlier metrics not read: %s\n", m->sb->id, err.msg);
     if (n > 0)
         m->n = m->head = 0;
-    for (int i = 0; i < n; i++)
-        ring_push(m, &(struct api_metric){.at_ms = kept[i].at_ms,
-                                          .cpu_count = kept[i].cpu_count,
-                                          .cpu_used_pct = kept[i].cpu_used_pct,
-                                          .mem_used = kept[i].mem_used,
-                                          .mem_total = kept[i].mem_total,
-                                          .mem_cache = kept[i].mem_cache,
-                                          .disk_used = kept[i].disk_used,
-                                          .disk_total = kept[i].disk_total});
+    for (int i = 0; i < n; i++) {
+        struct api_metric s = from_store(&kept[i]);
+        ring_push(m, &s);
+    }
     free(kept);
 }
 

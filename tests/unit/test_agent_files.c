@@ -449,17 +449,33 @@ static void check_workers(void)
 }
 
 /* A worker is started by its user's first request, and again after it ended. */
+/* The worker named comm among init's children, other than pid not: a worker that has answered
+ * may still be its first fork's child for a moment, until that fork has exited. */
+static int wait_worker(const char *comm, struct worker_info *w, pid_t not )
+{
+    for (int i = 0; i < 200; i++) {
+        if (find_worker(comm, w) == 0 && w->pid != not )
+            return 0;
+        usleep(10000);
+    }
+    return -1;
+}
+
 static void lazy_workers(void)
 {
     struct worker_info root, user;
     usleep(100000);
+    char path[128], children[4096] = "";
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)j.pid, (int)j.pid);
+    ok(file_read_at(AT_FDCWD, path, children, sizeof children, NULL) >= 0 && atoi(children) > 0,
+       "init's children can be listed (its spawner: %s)", children);
     ok(find_worker("hutch-files-0", &root) < 0 && find_worker("hutch-files-u", &user) < 0,
        "before any file request, init has no files worker");
     ok(do_stat("/home/user", false, false) == PROTO_FILE_INFO, "the user's first request");
-    ok(find_worker("hutch-files-u", &user) == 0 && find_worker("hutch-files-0", &root) < 0,
+    ok(wait_worker("hutch-files-u", &user, 0) == 0 && find_worker("hutch-files-0", &root) < 0,
        "it started the user's worker only (pid %d)", (int)user.pid);
     ok(do_stat("/root", true, false) == PROTO_FILE_INFO, "root's first request");
-    ok(find_worker("hutch-files-0", &root) == 0, "it started root's worker (pid %d)",
+    ok(wait_worker("hutch-files-0", &root, 0) == 0, "it started root's worker (pid %d)",
        (int)root.pid);
     /* Killed (as the sandbox's root could, or the OOM killer): the next request starts another,
      * this time while a command runs, so that the spawner holds its cgroup fds (sudo_groups.c). */
@@ -474,8 +490,8 @@ static void lazy_workers(void)
     for (int i = 0; i < 3 && rc == -EIO; i++) /* asked before init saw the hang-up */
         rc = do_stat("/root", true, false);
     ok(rc == PROTO_FILE_INFO, "root's next request is answered (%d)", rc);
-    ok(find_worker("hutch-files-0", &root) == 0 && root.pid != old,
-       "by a new worker (pid %d, was %d)", (int)root.pid, (int)old);
+    ok(wait_worker("hutch-files-0", &root, old) == 0, "by a new worker (pid %d, was %d)",
+       (int)root.pid, (int)old);
     ok(root.fds == 2, "it holds its socket and the root, none of the spawner's fds (%d)", root.fds);
     if (running)
         bg_stop(&bg);
