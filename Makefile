@@ -44,7 +44,7 @@ FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=build/fuzz/obj/%.o) build/fuzz/obj/gen/seccomp_b
 .SECONDARY: $(FUZZ_LIB_OBJS)
 
 .PHONY: all san test unit clean bench bench-engine bench-serve bench-interp format fuzz
-all: build/hutch build/hutch-sudo build/hutch-kernel-stub
+all: build/hutch build/hutch-sudo build/hutch-kernel-stub build/libhutch-enter.so
 
 # build/hutch is a static PIE: a dynamically linked hutch spends about 2 ms more per
 # `hutch run` (about 15%; bench/README.md), in ld.so and in every fork of its keeper and child.
@@ -57,11 +57,11 @@ link_static = $(CC) $(CFLAGS_BASE) -static-pie -o $@ $(1) $(STATIC_LIBS) 2>$@.ld
 	grep -v -e "in function \`uv__getpwuid_r':" -e "Using 'getpwuid_r' in statically linked" \
 		-e "in function \`unixDlOpen':" -e "Using 'dlopen' in statically linked" $@.ld-log >&2; \
 	rm -f $@.ld-log; exit $$rc
-build/hutch: $(OBJS) | build/hutch-sudo build/hutch-kernel-stub
+build/hutch: $(OBJS) | build/hutch-sudo build/hutch-kernel-stub build/libhutch-enter.so
 	@echo "  LD    $@"
 	@$(call link_static,$(OBJS))
 
-build/hutch-san: $(SAN_OBJS) | build/hutch-sudo build/hutch-kernel-stub
+build/hutch-san: $(SAN_OBJS) | build/hutch-sudo build/hutch-kernel-stub build/libhutch-enter.so
 	@echo "  LD    $@"
 	@$(CC) $(CFLAGS_BASE) $(SAN) -o $@ $(SAN_OBJS) $(LIBS)
 
@@ -83,6 +83,27 @@ build/hutch-kernel-stub: src/kstub/main.c
 	@echo "  LD    $@"
 	@$(CC) -std=gnu17 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 		-Wmissing-prototypes -Wformat=2 -Wstrict-prototypes -static -o $@ src/kstub/main.c
+
+# What the host's python zygote loads to enter a sandbox (src/jail/enter.h): a shared library of
+# the few steps a command's start takes, from the same sources, hidden but for its two calls.
+ENTER_SRCS := src/jail/enter.c src/jail/payload.c src/jail/privs.c src/jail/landlock.c \
+	src/jail/seccomp.c src/jail/inroot.c src/jail/control.c src/jail/cgroup_join.c \
+	src/util/fileio.c src/util/fds.c src/util/strfmt.c src/util/err.c
+ENTER_OBJS := $(ENTER_SRCS:%.c=build/pic/%.o) build/pic/gen/seccomp_builtin.o
+build/libhutch-enter.so: $(ENTER_OBJS)
+	@echo "  LD    $@"
+	@$(CC) -shared -Wl,--no-undefined -Wl,-z,now -Wl,-z,relro -o $@ $(ENTER_OBJS) \
+		$(shell pkg-config --libs libseccomp)
+
+build/pic/gen/%.o: build/gen/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $< (PIC)"
+	@$(CC) $(CFLAGS_BASE) -fPIC -fvisibility=hidden -c -o $@ $<
+
+build/pic/%.o: %.c $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC    $< (PIC)"
+	@$(CC) $(CFLAGS_BASE) -fPIC -fvisibility=hidden -c -o $@ $<
 
 build/seccomp-gen: tools/seccomp_gen.c src/jail/seccomp.c src/util/err.c src/util/strfmt.c src/jail/seccomp.h
 	@mkdir -p $(dir $@)

@@ -26,9 +26,21 @@ os.urandom, so that two contexts do not draw the same numbers.
 
 The zygote's stdin is the daemon's pipe: at its end (the daemon closed it) the zygote exits; the
 kernels it forked live on, as the commands they are.
+
+    /usr/bin/python3 python_zygote.py --host LIBHUTCH_ENTER [--preload MODULE,MODULE...]
+
+The host's zygote (host_main below): one per daemon, outside every sandbox, as host root, serving
+the kernels of all of them (src/interp/README.md, "The host's zygote", says why that is safe).
+Its stdin is a SOCK_SEQPACKET socket to the daemon and nothing else reaches it. Each request is a
+fork into one sandbox: the zygote makes the sandbox's pid namespace the one its children are born
+in, forks, and takes its own back; the child takes the stub's fds 0-3 (pidfd_getfd), enters the
+sandbox (hutch_enter_prepare in build/libhutch-enter.so: rlimits, cgroups, namespaces), confines
+itself as any command is (hutch_enter_confine), takes the command's environment, and becomes
+the kernel. The zygote, its parent, reaps it.
 """
 import array
 import ctypes
+import fcntl
 import os
 import select
 import signal
@@ -256,5 +268,245 @@ def fork_kernel(conn, handover):
         pass
 
 
+# ---------- the host's zygote ----------
+
+SYS_pidfd_getfd = 438
+CLONE_NEWPID = 0x20000000
+HOST_FDS_MAX = 2 + 1 + 16  # init's pidfd, the stub's, the cgroup2 directory, v1 "tasks" files
+REPORT_SECONDS = 10.0
+
+
+def _check(rc, what):
+    if rc < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "%s: %s" % (what, os.strerror(e)))
+    return rc
+
+
+def _only_fds(keep):
+    """Closes every fd but those in keep."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def host_request(data, fds):
+    """fork ID NUL cwd NUL profile NUL writable NUL has_dir NUL env..., with fds [init's pidfd,
+    the stub's pidfd, (the cgroup2 directory), v1 "tasks" files...]; None when malformed."""
+    parts = data.split(b"\0")
+    if len(parts) < 5 or not parts[0].startswith(b"fork ") or len(fds) < 2:
+        return None
+    has_dir = parts[4] == b"1"
+    if not parts[1].startswith(b"/") or not parts[2].isdigit() or len(fds) < 2 + has_dir:
+        return None
+    env = {}
+    for entry in parts[5:]:
+        name, sep, value = entry.partition(b"=")
+        if sep and name:
+            env[os.fsdecode(name)] = os.fsdecode(value)
+    return {"id": parts[0][5:], "cwd": os.fsdecode(parts[1]), "profile": int(parts[2]),
+            "writable": parts[3] == b"1", "init": fds[0], "stub": fds[1],
+            "dir": fds[2] if has_dir else -1, "v1": fds[2 + has_dir:], "env": env}
+
+
+def host_enter(lib, req, report):
+    """In the zygote's fork, born in the sandbox's pid namespace, still host root: the stub's fds,
+    the sandbox's rlimits, cgroups and other namespaces, confined as any command is, the
+    command's environment, fresh randomness; then the kernel. Never returns."""
+    try:
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        taken = []
+        for n in range(4):  # the stub's stdin, stdout, stderr and its handover pipe
+            taken.append(_check(_libc.syscall(SYS_pidfd_getfd, ctypes.c_int(req["stub"]),
+                                              ctypes.c_int(n), ctypes.c_uint(0)),
+                                "take the stub's fd %d" % n))
+        # Everything kept above the numbers it is about to take (fds 0-3), the rest closed.
+        high = {}
+        cgroup_fds = ([req["dir"]] if req["dir"] >= 0 else []) + req["v1"]
+        for fd in taken + [req["init"], req["stub"], report] + cgroup_fds:
+            high[fd] = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64)
+        _only_fds(set(high.values()))
+        for n, fd in enumerate(taken):
+            os.dup2(high[fd], n, inheritable=n < 3)  # fd 3, the handover pipe, is not inherited
+        req = dict(req, init=high[req["init"]], stub=high[req["stub"]],
+                   dir=high[req["dir"]] if req["dir"] >= 0 else -1,
+                   v1=[high[fd] for fd in req["v1"]])
+        report = high[report]
+        for fd in set(high.values()) - {req["init"], report, req["dir"], *req["v1"]}:
+            os.close(fd)  # the stub's pidfd, and its fds (now 0-3)
+        v1 = (ctypes.c_int * max(1, len(req["v1"])))(*req["v1"])
+        msg = ctypes.create_string_buffer(512)
+        # (It closes the v1 files. /proc is the sandbox's from here on.)
+        if lib.hutch_enter_prepare(req["init"], req["dir"], v1, len(req["v1"]), msg,
+                                   len(msg)) < 0:
+            raise OSError(msg.value.decode(errors="replace"))
+        os.close(req["init"])
+        if req["dir"] >= 0:
+            os.close(req["dir"])
+        if lib.hutch_enter_confine(os.fsencode(req["cwd"]), req["profile"], int(req["writable"]),
+                                   msg, len(msg)) < 0:
+            raise OSError(msg.value.decode(errors="replace"))
+        os.environ.clear()
+        os.environ.update(req["env"])
+        import random
+        random.seed()
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed()
+        os.write(3, b"%d\n" % os.getpid())  # to the stub: the kernel it stands for
+        os.close(3)
+        os.write(report, b"in\n")
+        os.close(report)
+    except BaseException as e:
+        try:
+            os.write(report, ("fail %s\n" % e).encode(errors="replace")[:500])
+        finally:
+            os._exit(1)
+    try:
+        python_kernel.main()
+        os._exit(0)
+    except SystemExit as e:
+        os._exit(e.code if isinstance(e.code, int) else 1)
+    except BaseException:
+        os._exit(1)
+
+
+def fork_into(lib, req, own_pidns):
+    """Forks with the sandbox's pid namespace as the one for our children (setns, then back):
+    the child is born a process of the sandbox, and there is one fork, not two (a fork of this
+    process costs 15-20 ms here, most of it the page tables). Returns the child's pid (as the host
+    sees it) and the read end of its report pipe."""
+    r, w = os.pipe2(os.O_CLOEXEC)
+    try:
+        _check(_libc.setns(req["init"], CLONE_NEWPID), "enter the sandbox's pid namespace")
+    except OSError:
+        os.close(r)
+        os.close(w)
+        raise
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = -1
+    if pid == 0:
+        os.close(r)
+        host_enter(lib, req, w)
+    # A zygote whose children would go on being born in a sandbox must not go on.
+    if _libc.setns(own_pidns, CLONE_NEWPID) < 0:
+        os.write(2, b"python_zygote: cannot return to its own pid namespace\n")
+        os._exit(1)
+    os.close(w)
+    if pid < 0:
+        os.close(r)
+        raise OSError("fork into the sandbox's pid namespace failed")
+    return pid, r
+
+
+def host_main(lib_path, modules):
+    _only_fds({0, 1, 2})  # nothing of the daemon's but our socket and its stderr
+    lib = ctypes.CDLL(lib_path, use_errno=True)
+    lib.hutch_enter_prepare.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                        ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    lib.hutch_enter_confine.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_char_p, ctypes.c_size_t]
+    own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    preload(modules)
+    python_kernel.make_shell()
+    daemon = socket.socket(fileno=0)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    daemon.send(b"ready")
+    reports = {}  # a report pipe's read end -> [request id, bytes so far, until]
+    while True:
+        timeout = 0.5 if reports else None
+        try:
+            ready, _, _ = select.select([daemon, wake_r, *reports], [], [], timeout)
+        except InterruptedError:
+            continue
+        if wake_r in ready:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+            while True:  # every kernel it forked, as it ends
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+        for fd in [f for f in ready if isinstance(f, int) and f in reports]:
+            entry = reports[fd]
+            data = os.read(fd, 1024)
+            entry[1] += data
+            if data and len(entry[1]) < 4096:
+                continue
+            del reports[fd]
+            os.close(fd)
+            host_answer(daemon, entry[0], entry[1])
+        now = time.monotonic()
+        for fd in [f for f, e in reports.items() if e[2] < now]:
+            entry = reports.pop(fd)
+            os.close(fd)
+            host_answer(daemon, entry[0], entry[1] + b"\nfail no answer in time")
+        if daemon in ready:
+            fds = array.array("i")
+            try:
+                data, ancdata, flags, _ = daemon.recvmsg(
+                    MESSAGE_MAX, socket.CMSG_SPACE(HOST_FDS_MAX * fds.itemsize))
+            except OSError:
+                continue
+            if not data:
+                return 0  # the daemon let go of us
+            for level, kind, payload in ancdata:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+            fds = list(fds)
+            for fd in fds:
+                os.set_inheritable(fd, False)
+            req = None if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC) else host_request(data, fds)
+            if req is None:
+                word = data.split(b"\0", 1)[0]
+                rid = word[5:] if word.startswith(b"fork ") else b"?"
+                daemon.send(b"fail " + rid[:64] + b" a malformed request")
+            else:
+                try:
+                    pid, r = fork_into(lib, req, own_pidns)
+                    reports[r] = [req["id"], b"pid %d\n" % pid, now + REPORT_SECONDS]
+                except OSError as e:
+                    host_answer(daemon, req["id"], ("fail %s" % e).encode(errors="replace"))
+            for fd in fds:
+                os.close(fd)
+
+
+def host_answer(daemon, rid, text):
+    """"pid ID HOSTPID" once the kernel is in, else "fail ID why"."""
+    pid, failure = None, None
+    for line in text.split(b"\n"):
+        if line.startswith(b"pid ") and line[4:].isdigit():
+            pid = line[4:]
+        elif line.startswith(b"fail ") and failure is None:
+            failure = line[5:]
+    inside = b"\nin" in b"\n" + text
+    if pid is not None and inside and failure is None:
+        answer = b"pid " + rid + b" " + pid
+    else:
+        answer = b"fail " + rid + b" " + (failure or b"the fork ended without entering")
+    try:
+        daemon.send(answer[:4096])
+    except OSError:
+        pass
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--host"] and len(sys.argv) >= 3:
+        mods = sys.argv[4].split(",") if sys.argv[3:4] == ["--preload"] and len(sys.argv) > 4 else []
+        sys.exit(host_main(sys.argv[2], [m for m in mods if m]))
     sys.exit(main())

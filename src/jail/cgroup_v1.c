@@ -225,20 +225,6 @@ int cgroup_self_attach_open(const struct cgroup *cg, int *fds, size_t max, size_
     return 0;
 }
 
-int cgroup_self_attach(const int *fds, size_t n)
-{
-    int rc = 0, saved = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (rc == 0 && write(fds[i], "0", 1) != 1) {
-            saved = errno;
-            rc = -1;
-        }
-        close(fds[i]);
-    }
-    errno = saved;
-    return rc;
-}
-
 int cgroup_v1_read_cpu(struct cgroup *cg, uint64_t *ns, err_t *err)
 {
     /* 0 on success, as on v2: cgroup_read_u64 itself returns 1 for "read". */

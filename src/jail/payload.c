@@ -66,42 +66,61 @@ static void exec_in_path(const char *file, char *const argv[], char *const envp[
     errno = best;
 }
 
-void payload_exec(const struct payload *p, int ctl, const struct seccomp_program *prog)
+int payload_confine(const struct payload *p, const struct seccomp_program *prog, const char **what)
 {
-    /* stdio is in place since the child's start (keep_only_sandbox_fds). Every other inherited
-     * fd closes at exec; ctl stays open until then to report failure. */
-    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-        control_die(ctl, errno, "close_range");
     uid_t uid = p->as_root ? 0 : JAIL_USER_UID;
     const char *cwd = p->cwd ? p->cwd : (p->as_root ? "/root" : JAIL_USER_HOME);
     uint64_t keep_caps = p->as_root && p->writable_root ? JAIL_WRITABLE_ROOT_CAPS : 0;
+    *what = "drop privileges";
     if (privs_drop(uid, keep_caps, p->die_with_parent) < 0)
-        control_die(ctl, errno, "drop privileges");
+        return -1;
     /* The OOM killer must pick the program, never init: tmpfs pages belong to no process, so at
      * the memory limit init (a copy of the supervisor) can look largest. Lowering init's score
      * needs CAP_SYS_RESOURCE, which hosts may withhold; raising the payload's needs nothing, and
      * under host memory pressure it is right too: a sandbox goes before the host's services.
      * Dumpable first: the credential change made us not, and /proc/self would then belong to
      * host root, out of our reach. (execve sets it again as for any program.) */
+    *what = "set oom_score_adj";
     if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
         file_write_str_at(AT_FDCWD, "/proc/self/oom_score_adj", "1000", NULL) < 0)
-        control_die(ctl, errno, "set oom_score_adj");
+        return -1;
     /* And back: dumpable belongs to the memory, which until execve is our parent's (vfork): the
      * setup child's, soon to be init's, or the spawner's. A dumpable parent would open its
-     * /proc/PID/{mem,fd} to a payload of the same uid. */
+     * /proc/PID/{mem,fd} to a payload of the same uid. (A kernel forked from the host's zygote,
+     * which never execs, stays so: src/jail/enter.h.) */
+    *what = "PR_SET_DUMPABLE";
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-        control_die(ctl, errno, "PR_SET_DUMPABLE");
+        return -1;
     /* Resolved inside the sandbox's root only (RESOLVE_IN_ROOT from "/", which the pivot made
      * our cwd), and never through a magic link. */
+    *what = "working directory";
     int cwd_fd = inroot_open(AT_FDCWD, cwd, O_PATH | O_DIRECTORY, 0);
     if (cwd_fd < 0 || fchdir(cwd_fd) < 0)
-        control_die(ctl, errno, "working directory %s", cwd);
+        return -1;
     close(cwd_fd);
+    *what = "landlock";
     if (landlock_restrict_for(p->writable_root) < 0)
-        control_die(ctl, errno, "landlock");
+        return -1;
     /* Last: from here on the filter applies to us, and it forbids much of the above. */
+    *what = "install seccomp filter";
     if (seccomp_install(prog) < 0)
-        control_die(ctl, errno, "install seccomp filter");
+        return -1;
+    return 0;
+}
+
+void payload_exec(const struct payload *p, int ctl, const struct seccomp_program *prog)
+{
+    /* stdio is in place since the child's start (keep_only_sandbox_fds). Every other inherited
+     * fd closes at exec; ctl stays open until then to report failure. */
+    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        control_die(ctl, errno, "close_range");
+    const char *what;
+    if (payload_confine(p, prog, &what) < 0) {
+        if (strcmp(what, "working directory") == 0)
+            control_die(ctl, errno, "working directory %s",
+                        p->cwd ? p->cwd : (p->as_root ? "/root" : JAIL_USER_HOME));
+        control_die(ctl, errno, "%s", what);
+    }
     exec_in_path(p->argv[0], p->argv, p->envp);
     int e = errno;
     control_send_simple(ctl, CONTROL_EXEC_ERROR, e, 0, p->argv[0]);

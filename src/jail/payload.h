@@ -19,6 +19,12 @@ struct payload {
     bool writable_root;
 };
 
+/* The steps before the execve: privileges dropped, oom score, cwd, Landlock, seccomp last. In
+ * the process that then runs the payload (no fd but stdio should be open). 0, or -1 with errno
+ * and *what naming the step that failed. Also run by a kernel forked from the host's zygote,
+ * which never execs (src/jail/enter.h). */
+int payload_confine(const struct payload *p, const struct seccomp_program *prog, const char **what);
+
 /* cwd, drops, Landlock, seccomp, execve. stdio is already 0-2. Reports an exec failure over ctl
  * and exits 127; any other failure dies over ctl as a setup error. Never returns. */
 _Noreturn void payload_exec(const struct payload *p, int ctl, const struct seccomp_program *prog);

@@ -19,7 +19,19 @@
  *
  * Without a zygote (none yet, or it went), or when anything of the handover fails before the
  * zygote took the fds, it execs PROGRAM itself: the kernel then starts cold, and nothing else
- * differs. Small and static, with no library: it runs in every sandbox. */
+ * differs.
+ *
+ *     hutch-kernel-stub --host -- PROGRAM [ARG...]
+ *
+ * The same with the host's zygote (src/interp/python_zygote.py --host), which forks outside any
+ * sandbox and enters this one (src/jail/enter.h): the stub makes a pipe whose write end is its
+ * fd 3 and says {"type":"handover"} on its stdout; the daemon then has the zygote fork a kernel
+ * that takes the stub's fds 0 to 3 (pidfd_getfd: the zygote is host root) and, once inside and
+ * confined, writes its pid on fd 3. From there on the stub waits for that kernel as above. A
+ * "cold" line on its stdin (the daemon's: no fork came of it), or no pid within a minute, and it
+ * execs PROGRAM.
+ *
+ * Small and static, with no library: it runs in every sandbox. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -135,22 +147,92 @@ static void end_as(int signo, int code)
     _exit(code);
 }
 
+#define HOST_HANDOVER_FD 3
+#define HOST_WAIT_MS     60000
+
+/* The host's zygote: the kernel's pid once it is in, or 0 (then the caller starts cold). */
+static long host_handover(void)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return 0;
+    /* the write end at fd 3, where the zygote's fork takes it; both ends moved above it first */
+    int r = fcntl(p[0], F_DUPFD_CLOEXEC, HOST_HANDOVER_FD + 1);
+    int w = fcntl(p[1], F_DUPFD_CLOEXEC, HOST_HANDOVER_FD + 1);
+    close(p[0]);
+    close(p[1]);
+    if (r < 0 || w < 0 || dup3(w, HOST_HANDOVER_FD, O_CLOEXEC) < 0)
+        return 0;
+    close(w);
+    static const char line[] = "{\"type\":\"handover\"}\n";
+    if (write(1, line, sizeof line - 1) != (ssize_t)(sizeof line - 1))
+        return 0;
+    char buf[32];
+    size_t n = 0;
+    for (;;) {
+        struct pollfd fds[2] = {{r, POLLIN, 0}, {0, POLLIN, 0}};
+        int rc = poll(fds, 2, HOST_WAIT_MS);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0)
+            break;
+        /* The pipe first: once the kernel is in, stdin is its, never read here again. */
+        if (fds[0].revents) {
+            ssize_t got = read(r, buf + n, sizeof buf - 1 - n);
+            if (got <= 0)
+                break;
+            n += (size_t)got;
+            buf[n] = '\0';
+            char *nl = strchr(buf, '\n'), *end;
+            long pid = nl ? strtol(buf, &end, 10) : 0;
+            if (nl && end == nl && pid > 1) {
+                close(r);
+                close(HOST_HANDOVER_FD);
+                return pid;
+            }
+            if (nl || n == sizeof buf - 1)
+                break;
+            continue;
+        }
+        if (fds[1].revents) {
+            /* the daemon's "cold" (nothing came of the fork), read to its end: the line is not
+             * the kernel's to see */
+            char c;
+            while (read(0, &c, 1) == 1 && c != '\n')
+                ;
+            break;
+        }
+    }
+    close(r);
+    close(HOST_HANDOVER_FD);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    char *end;
-    long zygote_pid = argc >= 5 ? strtol(argv[2], &end, 10) : 0;
-    if (argc < 5 || *end || zygote_pid <= 1 || strcmp(argv[3], "--") != 0) {
-        fprintf(stderr, "usage: hutch-kernel-stub ZYGOTE ZYGOTE_PID -- PROGRAM [ARG...]\n");
+    char *end = "";
+    bool host = argc >= 4 && strcmp(argv[1], "--host") == 0;
+    long zygote_pid = !host && argc >= 5 ? strtol(argv[2], &end, 10) : 0;
+    if (host ? strcmp(argv[2], "--") != 0
+             : (argc < 5 || *end || zygote_pid <= 1 || strcmp(argv[3], "--") != 0)) {
+        fprintf(stderr, "usage: hutch-kernel-stub ZYGOTE ZYGOTE_PID -- PROGRAM [ARG...]\n"
+                        "       hutch-kernel-stub --host -- PROGRAM [ARG...]\n");
         return 2;
     }
-    char **program = argv + 4;
-    static char msg[MESSAGE_MAX];
-    size_t len = build_message(msg, sizeof msg);
-    int s = len ? connect_zygote(argv[1], (pid_t)zygote_pid) : -1;
-    if (s < 0 || send_handover(s, msg, len) < 0)
-        cold_start(program);
-    char word[16];
+    char **program = argv + (host ? 3 : 4);
+    int s = -1;
     long pid = 0;
+    if (host) {
+        if ((pid = host_handover()) <= 0)
+            cold_start(program);
+    } else {
+        static char msg[MESSAGE_MAX];
+        size_t len = build_message(msg, sizeof msg);
+        s = len ? connect_zygote(argv[1], (pid_t)zygote_pid) : -1;
+        if (s < 0 || send_handover(s, msg, len) < 0)
+            cold_start(program);
+    }
+    char word[16];
     /* Signals wait in a signalfd from here: one that came before the kernel's pid is known is
      * passed on once it is. */
     sigset_t relayed;
@@ -160,7 +242,8 @@ int main(int argc, char **argv)
         sigaddset(&relayed, relay[i]);
     sigprocmask(SIG_BLOCK, &relayed, NULL);
     int sfd = signalfd(-1, &relayed, SFD_CLOEXEC);
-    if (read_word(s, word, sizeof word, &pid) != 1 || strcmp(word, "pid") != 0 || pid <= 1) {
+    if (!host &&
+        (read_word(s, word, sizeof word, &pid) != 1 || strcmp(word, "pid") != 0 || pid <= 1)) {
         /* the zygote took nothing it forked from: start cold, with the fds still ours */
         close(s);
         sigprocmask(SIG_UNBLOCK, &relayed, NULL);

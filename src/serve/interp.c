@@ -16,6 +16,7 @@
 #include "jail/cgroup.h"
 #include "serve/commands.h"
 #include "serve/context_share.h"
+#include "serve/host_zygote.h"
 #include "util/strfmt.h"
 
 #define KERNEL_LINE_MAX    (32u << 20) /* one message from a kernel */
@@ -79,11 +80,14 @@ struct ictx {
     struct scmd *kernel; /* NULL when none runs */
     int kernel_pidfd;    /* a kernel forked by the zygote: signalled by it (interrupts); or -1 */
     bool ready, ever_ready;
-    bool adopted;    /* its kernel ran before this daemon: what it says between executions is old */
-    bool via_stub;   /* its kernel's command is the stub: a fork of the zygote, once allowed */
-    bool discarding; /* while attaching to an adopted kernel: its replayed output is old */
-    bool share_pids; /* its kernel's group has its pids limit (context_share.h) */
-    bool doomed;     /* made by a create whose kernel failed before its first ready: it goes */
+    bool adopted;  /* its kernel ran before this daemon: what it says between executions is old */
+    bool via_stub; /* its kernel's command is the stub: a fork of the zygote, once allowed */
+    bool via_host; /* ... of the host's zygote (host_zygote.h): the stub says its handover */
+    bool handover_wait;    /* via_host, and the stub's handover line has not come yet */
+    uint64_t host_request; /* the host's zygote's fork on its way (0: none) */
+    bool discarding;       /* while attaching to an adopted kernel: its replayed output is old */
+    bool share_pids;       /* its kernel's group has its pids limit (context_share.h) */
+    bool doomed; /* made by a create whose kernel failed before its first ready: it goes */
     uint64_t kernel_started_ms;
     bool share_warned;
     unsigned execution_count;
@@ -104,6 +108,7 @@ struct interp_state {
     bool zygote_ready; /* it said so: it listens */
     unsigned zygote_starts;
     bool preload; /* the data stack imported in it (code-interpreter-v1) */
+    bool host;    /* its python kernels fork from the host's zygote when it is ready */
 };
 
 static void kernel_kill(struct ictx *ctx);
@@ -114,6 +119,7 @@ static void exec_timer(uv_timer_t *t);
 static int kernel_adopt(struct ictx *ctx, long ns_pid, err_t *err);
 static void kernel_interrupt(struct ictx *ctx);
 static void kernel_pidfd_close(struct ictx *ctx);
+static void host_handover(struct ictx *ctx);
 
 /* ---------- small things ---------- */
 
@@ -527,7 +533,7 @@ static void on_kernel_started(struct scmd *c, void *user)
 {
     struct ictx *ctx = user;
     struct interp_state *st = ctx->sb->interp;
-    if (!ctx->via_stub || !st || !st->zygote || ctx->kernel != c)
+    if (!ctx->via_stub || ctx->via_host || !st || !st->zygote || ctx->kernel != c)
         return;
     char line[32];
     int n = snprintf(line, sizeof line, "allow %u\n", c->pid);
@@ -590,6 +596,15 @@ static void handle_message(struct ictx *ctx, const char *line, size_t len)
         replayed_message(ctx, line, len);
         return;
     }
+    if (ctx->handover_wait) {
+        static const char handover[] = "{\"type\":\"handover\"}";
+        ctx->handover_wait = false;
+        if (len == sizeof handover - 1 && memcmp(line, handover, len) == 0) {
+            host_handover(ctx);
+            return;
+        }
+        /* else the stub could not even begin, and started the kernel cold: its ready */
+    }
     char at[32];
     api_time_format(sbx_wall_ms(), at);
     struct kernel_message m;
@@ -605,8 +620,18 @@ static void handle_message(struct ictx *ctx, const char *line, size_t len)
             kernel_violation(ctx, "a message other than its ready");
             return;
         }
-        if (m.pid && ctx->kernel && m.pid != (long)ctx->kernel->pid &&
-            kernel_adopt(ctx, m.pid, &err) < 0) {
+        if (ctx->via_host && m.pid && ctx->kernel && m.pid != (long)ctx->kernel->pid) {
+            /* a fork of the host's zygote, in its command's group already; the fork's answer
+             * may come after this ready */
+            pid_t host = group_host_pid(ctx->sb, ctx->kernel->group, m.pid, 0, &err);
+            if (!host) {
+                kernel_violation(ctx, "a ready for a process not in its command's group");
+                return;
+            }
+            if (ctx->kernel_pidfd < 0)
+                ctx->kernel_pidfd = (int)syscall(SYS_pidfd_open, host, 0);
+        } else if (m.pid && ctx->kernel && m.pid != (long)ctx->kernel->pid &&
+                   kernel_adopt(ctx, m.pid, &err) < 0) {
             char what[sizeof err.msg + 64];
             snprintf(what, sizeof what, "a ready for a process the daemon could not adopt (%s)",
                      err.msg);
@@ -737,6 +762,57 @@ static void kernel_pidfd_close(struct ictx *ctx)
     if (ctx->kernel_pidfd >= 0)
         close(ctx->kernel_pidfd);
     ctx->kernel_pidfd = -1;
+    if (ctx->host_request) /* its kernel is gone: the fork's answer no longer matters */
+        host_zygote_forget(ctx->sb->d, ctx->host_request);
+    ctx->host_request = 0;
+}
+
+/* ---------- the host's zygote ---------- */
+
+/* Nothing came of the fork: the stub starts the kernel itself. */
+static void host_fork_failed(struct ictx *ctx, const char *why)
+{
+    fprintf(stderr, "hutch serve: sandbox %s: context %s: the host's zygote: %s; starting cold\n",
+            ctx->sb->id, ctx->id, why);
+    err_t err;
+    if (ctx->kernel && scmd_input(ctx->kernel, false, (const uint8_t *)"cold\n", 5, &err) < 0)
+        kernel_violation(ctx, "its stub could not be told to start cold");
+}
+
+static void on_host_forked(void *user, pid_t host_pid, const char *failure)
+{
+    struct ictx *ctx = user;
+    ctx->host_request = 0;
+    if (failure) {
+        host_fork_failed(ctx, failure);
+        return;
+    }
+    /* the kernel is in its command's cgroup from its birth: only its pidfd, for interrupts */
+    if (ctx->kernel_pidfd < 0)
+        ctx->kernel_pidfd = (int)syscall(SYS_pidfd_open, host_pid, 0);
+}
+
+/* The stub said its handover line: the host's zygote forks the kernel into the sandbox. */
+static void host_handover(struct ictx *ctx)
+{
+    struct sbx *sb = ctx->sb;
+    err_t err;
+    pid_t stub = group_host_pid(sb, ctx->kernel->group, (long)ctx->kernel->pid, 0, &err);
+    int pidfd = stub > 0 ? (int)syscall(SYS_pidfd_open, stub, 0) : -1;
+    if (stub > 0 && pidfd < 0)
+        err_set(&err, errno, "the stub's pidfd");
+    char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
+    char **env = pidfd >= 0 ? scmd_env(sb, false, extra) : NULL;
+    if (pidfd >= 0 && !env)
+        err_set(&err, ENOMEM, "the kernel's environment");
+    int rc = env ? host_zygote_fork(sb->d, sb, ctx->kernel->group, pidfd, ctx->cwd, env,
+                                    on_host_forked, ctx, &ctx->host_request, &err)
+                 : -1;
+    scmd_free_list(env);
+    if (pidfd >= 0)
+        close(pidfd);
+    if (rc < 0)
+        host_fork_failed(ctx, err.msg);
 }
 
 /* ---------- the zygote ---------- */
@@ -903,7 +979,8 @@ static int kernel_start(struct ictx *ctx, err_t *err)
              ctx->is_default ? "default" : "created");
     struct interp_state *st = sb->interp;
     bool forked = ctx->lang->zygote && sb->d->kernel_stub_path[0];
-    if (forked)
+    bool host = forked && st && st->host && host_zygote_ready(sb->d);
+    if (forked && !host)
         zygote_start(sb);
     /* through the stub, the zygote's fork, or (none listening) the interpreter all the same */
     const char *cold[] = {ctx->lang->interpreter, file, ctx->lang->arg, NULL};
@@ -917,9 +994,14 @@ static int kernel_start(struct ictx *ctx, err_t *err)
                               file,
                               ctx->lang->arg,
                               NULL};
+    const char *via_host[] = {INTERP_SANDBOX_STUB, "--host", "--", ctx->lang->interpreter, file,
+                              ctx->lang->arg,      NULL};
     /* the stub checks the zygote's pid: one not yet known (its start on its way) starts cold */
-    const char *const *argv = forked && st && st->zygote && st->zygote->pid ? via_stub : cold;
-    ctx->via_stub = argv == via_stub;
+    const char *const *argv = host                                            ? via_host
+                              : forked && st && st->zygote && st->zygote->pid ? via_stub
+                                                                              : cold;
+    ctx->via_stub = argv != cold;
+    ctx->via_host = ctx->handover_wait = argv == via_host;
     char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
     char **env = scmd_env(sb, false, extra);
     if (!env)
@@ -1354,6 +1436,15 @@ void interp_no_zygote(struct sbx *sb)
     struct interp_state *st = state_of(sb, true);
     if (st)
         st->zygote_starts = ZYGOTE_STARTS_MAX;
+}
+
+void interp_host_zygote(struct sbx *sb)
+{
+    struct interp_state *st = state_of(sb, true);
+    if (st) {
+        st->zygote_starts = ZYGOTE_STARTS_MAX;
+        st->host = true;
+    }
 }
 
 bool interp_zygote_ready(struct sbx *sb)

@@ -42,6 +42,9 @@ void interp_run(struct sbx *sb, struct http_exchange *x, struct interp_execute *
                 void (*over)(void *user), void *user);
 /* A sandbox for one run: its kernel starts cold, no zygote is made (it would serve no other). */
 void interp_no_zygote(struct sbx *sb);
+/* A sandbox for one run, forked from the host's zygote (host_zygote.h) when it is ready, else
+ * cold: no zygote of its own is made. */
+void interp_host_zygote(struct sbx *sb);
 /* Whether its python zygote listens (a kernel started now is a fork of it). */
 bool interp_zygote_ready(struct sbx *sb);
 /* The sandbox is gone: its contexts' calls get an error and their end, all is freed. */

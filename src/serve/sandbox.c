@@ -452,7 +452,7 @@ static int start_jail(struct sbx *sb, err_t *err)
                    .disk_bytes = (uint64_t)sb->disk_mb << 20},
         .net = JAIL_NET_NONE,
         .host_uid_base = sb->uids.host_base,
-        .seccomp = SECCOMP_PROFILE_DEFAULT,
+        .seccomp = SBX_SECCOMP_PROFILE,
         .hostname = "e2b",
         .envp = init_env,
         .stdin_fd = d->null_fd,

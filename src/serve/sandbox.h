@@ -41,6 +41,8 @@ struct interp_state;
 #define SBX_MEMORY_MB 512
 #define SBX_DISK_MB   1024
 #define SBX_PIDS      4096 /* every sandbox's pids limit */
+/* Every sandbox's seccomp profile; every sandbox has a writable root (jail_spec). */
+#define SBX_SECCOMP_PROFILE SECCOMP_PROFILE_DEFAULT
 
 typedef void (*sbx_done_fn)(struct sbx *sb, int rc, const char *message, void *user);
 

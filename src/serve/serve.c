@@ -15,6 +15,7 @@
 #include "api/auth.h"
 #include "cli/paths.h"
 #include "http/http.h"
+#include "serve/host_zygote.h"
 #include "serve/interp.h"
 #include "serve/pool.h"
 #include "serve/routes.h"
@@ -170,6 +171,7 @@ static void on_stop_signal(uv_signal_t *s, int signum)
     fprintf(stderr, "hutch serve: signal %d: stopping (sandboxes keep running)\n", signum);
     http_server_close(d->http);
     pool_stop(d);
+    host_zygote_stop(d);
     sbx_detach_all(d);
     uv_signal_stop(&d->sig_term);
     uv_signal_stop(&d->sig_int);

@@ -52,6 +52,8 @@ struct serve {
     uv_signal_t sig_term, sig_int;
     bool stopping;
     bool pool_wanted; /* a create of the pool's template came: the warm pool is kept (pool.c) */
+    struct host_zygote
+        *host_zygote; /* the host's python zygote (host_zygote.c); NULL until wanted */
 };
 
 /* `hutch serve [--listen ADDR:PORT] [--state DIR] [--socket PATH]`: runs until SIGTERM or
