@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 """The code interpreter's benchmark (`make bench-interp`; bench/README.md, "code interpreter"):
-what `@e2b/code-interpreter`'s calls cost against `hutch serve`, each figure with the zygote
-(the default) and without it (HUTCH_KERNEL_STUB="": every kernel starts cold), measured in the
-same run by two daemons, in turn.
+what `@e2b/code-interpreter`'s calls cost against `hutch serve`, measured in the same run by
+three daemons, in turn, each figure for:
+
+  host     the host's zygote (the default for code-interpreter-v1 and one-shot runs: one per
+           daemon, kernels forked into each sandbox, host_zygote.h)
+  own      each sandbox's own zygote (the default for base; for code-interpreter-v1 and one-shot
+           runs, a daemon with HUTCH_ENTER_LIB="", as before the host's zygote)
+  cold     no zygote (HUTCH_KERNEL_STUB="": every kernel starts cold)
 
   context  POST /contexts (python) until its 200: the kernel is ready
   runcode  POST /execute "1+1" on a warm context, to its last line
@@ -102,17 +107,26 @@ def line(name, what, xs):
     print("%-8s %-40s p50 %8.1f ms  p99 %8.1f ms" % (name, what, ms(xs, .5), ms(xs, .99)))
 
 
-def compare(name, zyg, cold):
-    line(name, "with the zygote", zyg)
-    line("", "without (cold kernels)", cold)
-    print("%-8s %-40s p50 %8.2fx" % ("", "ratio", base.pct(zyg, .5) / base.pct(cold, .5)))
+WHAT = {"host": "the host's zygote", "own": "the sandbox's own zygote",
+        "cold": "no zygote (cold kernels)"}
+
+
+def compare(name, out):
+    for i, (mode, xs) in enumerate(out.items()):
+        line(name if i == 0 else "", WHAT[mode], xs)
+    for mode in [m for m in out if m != "cold"]:
+        print("%-8s %-40s p50 %8.2fx" % ("", "ratio %s / cold" % mode,
+                                         base.pct(out[mode], .5) / base.pct(out["cold"], .5)))
+    if "host" in out and "own" in out:
+        print("%-8s %-40s p50 %8.2fx" % ("", "ratio host / own",
+                                         base.pct(out["host"], .5) / base.pct(out["own"], .5)))
 
 
 def bench_context(sbs):
     out = {}
     for mode, sb in sbs.items():
         sb.run("1")  # the default context, and the zygote started with it
-        time.sleep(2.0 if mode == "zygote" else 0)  # the zygote ready (its imports)
+        time.sleep(2.0 if mode != "cold" else 0)  # the zygote ready (its imports)
         xs = []
         for i in range(WARMUP + N):
             t = time.monotonic()
@@ -122,7 +136,7 @@ def bench_context(sbs):
             if i >= WARMUP:
                 xs.append(d)
         out[mode] = xs
-    compare("context", out["zygote"], out["cold"])
+    compare("context", out)
 
 
 def bench_runcode(sbs):
@@ -138,14 +152,14 @@ def bench_runcode(sbs):
             if i >= WARMUP:
                 xs.append(d)
         out[mode] = xs
-    compare("runcode", out["zygote"], out["cold"])
+    compare("runcode", out)
 
 
 def bench_first(clients, made):
     out = {}
     for mode, cl in clients.items():
         xs = []
-        if mode == "zygote":  # the warm pool is filled from the first create of the template
+        if mode != "cold":  # the warm pool is filled from the first create of the template
             Interp(cl, "code-interpreter-v1").kill()
         for i in range(max(3, N // 3)):
             time.sleep(3.0)  # the pool's next sandbox made and its zygote warm (not timed)
@@ -158,12 +172,12 @@ def bench_first(clients, made):
             sb.kill()
             made.remove((cl, sb))
         out[mode] = xs
-    compare("first", out["zygote"], out["cold"])
+    compare("first", out)
 
 
-def bench_memory(clients, made):
-    for mode, cl in clients.items():
-        sb = Interp(cl, memory_mb=8192)  # 100 kernels started cold take 3 GiB
+def bench_memory(sbs_of, made):
+    for mode, (cl, template) in sbs_of.items():
+        sb = Interp(cl, template, memory_mb=8192)  # 100 kernels started cold take 3 GiB
         made.append((cl, sb))
         sb.run("1")
         time.sleep(2.0)
@@ -175,9 +189,8 @@ def bench_memory(clients, made):
         after = sandbox_memory(sb.id)
         pss, n = kernels_pss(sb.id)
         print("%-8s %-40s %8.1f MiB per context (%d contexts; the kernels' PSS %.1f MiB each)"
-              % ("memory" if mode == "zygote" else "", "with the zygote" if mode == "zygote"
-                 else "without (cold kernels)", (after - before) / CONTEXTS / 2**20, CONTEXTS,
-                 pss / max(1, n) / 2**20))
+              % ("memory" if mode == "host" else "", WHAT[mode],
+                 (after - before) / CONTEXTS / 2**20, CONTEXTS, pss / max(1, n) / 2**20))
         sb.kill()
         made.remove((cl, sb))
 
@@ -217,16 +230,18 @@ def run_rate(concurrency, runs, tmp):
 
 
 def bench_oneshot(daemons, tmp):
-    port = daemons["zygote"].port
-    oneshot_rate(port, 1, 2)  # the pool wanted, and warm
+    for mode in ("host", "own"):
+        oneshot_rate(daemons[mode].port, 1, 2)  # the pool wanted, and warm
     time.sleep(3)
     for conc in (1, 8, 32):
         runs = max(ONESHOT_RUNS, conc * 2)
-        a = oneshot_rate(port, conc, runs)
+        a = oneshot_rate(daemons["host"].port, conc, runs)
+        o = oneshot_rate(daemons["own"].port, conc, runs)
         b = run_rate(conc, runs, tmp)
-        print("%-8s %-40s %8.2f runs/s  hutch run --lang python %8.2f runs/s  ratio %.2fx"
-              % ("oneshot" if conc == 1 else "", "concurrency %d (%d runs)" % (conc, runs), a, b,
-                 a / b))
+        print("%-8s %-40s host %6.2f runs/s, own %6.2f, hutch run --lang python %6.2f; "
+              "host / hutch run %.2fx, host / own %.2fx"
+              % ("oneshot" if conc == 1 else "", "concurrency %d (%d runs)" % (conc, runs), a, o,
+                 b, a / b, a / o))
 
 
 def main():
@@ -234,9 +249,11 @@ def main():
     os.chmod(tmp, 0o755)
     daemons, clients, made = {}, {}, []
     try:
-        for mode in ("zygote", "cold"):
+        for mode in ("host", "own", "cold"):
             os.makedirs(tmp + "/" + mode)
             d = base.Daemon(tmp + "/" + mode)
+            if mode == "own":
+                d.env["HUTCH_ENTER_LIB"] = ""
             if mode == "cold":
                 d.env["HUTCH_KERNEL_STUB"] = ""
                 d.env["HUTCH_POOL"] = "0"
@@ -244,9 +261,12 @@ def main():
             daemons[mode] = d
             clients[mode] = base.Client(d.port)
         print("hutch serve, the code interpreter (%s; N=%d)" % (base.HUTCH, N))
+        # host: a code-interpreter-v1 sandbox of the default daemon; own: a base one of it
+        templates = {"host": (clients["host"], "code-interpreter-v1"),
+                     "own": (clients["host"], "base"), "cold": (clients["cold"], "base")}
         if "context" in WHICH or "runcode" in WHICH:
-            sbs = {m: Interp(c) for m, c in clients.items()}
-            made += [(clients[m], s) for m, s in sbs.items()]
+            sbs = {m: Interp(c, t) for m, (c, t) in templates.items()}
+            made += [(s.cl, s) for s in sbs.values()]
             if "context" in WHICH:
                 bench_context(sbs)
             if "runcode" in WHICH:
@@ -254,7 +274,7 @@ def main():
         if "first" in WHICH:
             bench_first(clients, made)
         if "memory" in WHICH:
-            bench_memory(clients, made)
+            bench_memory(templates, made)
         if "oneshot" in WHICH:
             bench_oneshot(daemons, tmp)
     finally:

@@ -33,7 +33,8 @@ The host's zygote (host_main below): one per daemon, outside every sandbox, as h
 the kernels of all of them (src/interp/README.md, "The host's zygote", says why that is safe).
 Its stdin is a SOCK_SEQPACKET socket to the daemon and nothing else reaches it. Each request is a
 fork into one sandbox: the zygote makes the sandbox's pid namespace the one its children are born
-in, forks, and takes its own back; the child takes the stub's fds 0-3 (pidfd_getfd), enters the
+in, forks, and takes its own back; the child takes the stub's fds 0-4 (pidfd_getfd; fd 4 holds
+the stub's cwd and environment, which the zygote never sees), enters the
 sandbox (hutch_enter_prepare in build/libhutch-enter.so: rlimits, cgroups, namespaces), confines
 itself as any command is (hutch_enter_confine), takes the command's environment, and becomes
 the kernel. The zygote, its parent, reaps it.
@@ -66,6 +67,15 @@ def preload(modules):
             __import__(name)
         except Exception as e:  # a module the template lacks is no reason not to serve
             print("python_zygote: preload %s: %s" % (name, e), file=sys.stderr, flush=True)
+
+
+def freeze():
+    """What the imports made is moved out of the collector's sight (gc.freeze), so that no
+    collection in a kernel walks it: each object a walk touches is a page the kernel copies from
+    the zygote. Measured here: a forked kernel's ready and first execution about 2x sooner."""
+    import gc
+    gc.collect()
+    gc.freeze()
 
 
 def receive(conn):
@@ -162,6 +172,7 @@ def main():
     if len(args) >= 3 and args[1] == "--preload":
         preload([m for m in args[2].split(",") if m])
     python_kernel.make_shell()  # each fork finds it made
+    freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     path = "/tmp/.hutch-zygote-" + name
     try:
@@ -295,22 +306,37 @@ def _only_fds(keep):
 
 
 def host_request(data, fds):
-    """fork ID NUL cwd NUL profile NUL writable NUL has_dir NUL env..., with fds [init's pidfd,
-    the stub's pidfd, (the cgroup2 directory), v1 "tasks" files...]; None when malformed."""
+    """fork ID NUL profile NUL writable NUL has_dir, with fds [init's pidfd, the stub's pidfd,
+    (the cgroup2 directory), v1 "tasks" files...]; None when malformed. Nothing of a sandbox's
+    own (its environment, its cwd) comes this way: the kernel reads them from the stub."""
     parts = data.split(b"\0")
-    if len(parts) < 5 or not parts[0].startswith(b"fork ") or len(fds) < 2:
+    if len(parts) != 4 or not parts[0].startswith(b"fork ") or not parts[1].isdigit():
         return None
-    has_dir = parts[4] == b"1"
-    if not parts[1].startswith(b"/") or not parts[2].isdigit() or len(fds) < 2 + has_dir:
+    has_dir = parts[3] == b"1"
+    if len(fds) < 2 + has_dir:
         return None
+    return {"id": parts[0][5:], "profile": int(parts[1]), "writable": parts[2] == b"1",
+            "init": fds[0], "stub": fds[1], "dir": fds[2] if has_dir else -1,
+            "v1": fds[2 + has_dir:]}
+
+
+def read_stub_message(fd):
+    """The stub's cwd NUL then NAME=VALUE NUL...: read whole from its pipe (at most 64 KiB)."""
+    data = b""
+    while len(data) <= MESSAGE_MAX:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    parts = data.split(b"\0")
+    if len(data) > MESSAGE_MAX or not parts[0].startswith(b"/"):
+        raise OSError("the stub's message is malformed")
     env = {}
-    for entry in parts[5:]:
+    for entry in parts[1:]:
         name, sep, value = entry.partition(b"=")
         if sep and name:
             env[os.fsdecode(name)] = os.fsdecode(value)
-    return {"id": parts[0][5:], "cwd": os.fsdecode(parts[1]), "profile": int(parts[2]),
-            "writable": parts[3] == b"1", "init": fds[0], "stub": fds[1],
-            "dir": fds[2] if has_dir else -1, "v1": fds[2 + has_dir:], "env": env}
+    return os.fsdecode(parts[0]), env
 
 
 def host_enter(lib, req, report):
@@ -322,7 +348,7 @@ def host_enter(lib, req, report):
         for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
         taken = []
-        for n in range(4):  # the stub's stdin, stdout, stderr and its handover pipe
+        for n in range(5):  # the stub's stdin, stdout, stderr, its handover pipe, its message
             taken.append(_check(_libc.syscall(SYS_pidfd_getfd, ctypes.c_int(req["stub"]),
                                               ctypes.c_int(n), ctypes.c_uint(0)),
                                 "take the stub's fd %d" % n))
@@ -332,8 +358,9 @@ def host_enter(lib, req, report):
         for fd in taken + [req["init"], req["stub"], report] + cgroup_fds:
             high[fd] = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64)
         _only_fds(set(high.values()))
-        for n, fd in enumerate(taken):
+        for n, fd in enumerate(taken[:4]):
             os.dup2(high[fd], n, inheritable=n < 3)  # fd 3, the handover pipe, is not inherited
+        cwd, env = read_stub_message(high[taken[4]])
         req = dict(req, init=high[req["init"]], stub=high[req["stub"]],
                    dir=high[req["dir"]] if req["dir"] >= 0 else -1,
                    v1=[high[fd] for fd in req["v1"]])
@@ -349,11 +376,11 @@ def host_enter(lib, req, report):
         os.close(req["init"])
         if req["dir"] >= 0:
             os.close(req["dir"])
-        if lib.hutch_enter_confine(os.fsencode(req["cwd"]), req["profile"], int(req["writable"]),
-                                   msg, len(msg)) < 0:
+        if lib.hutch_enter_confine(os.fsencode(cwd), req["profile"], int(req["writable"]), msg,
+                                   len(msg)) < 0:
             raise OSError(msg.value.decode(errors="replace"))
         os.environ.clear()
-        os.environ.update(req["env"])
+        os.environ.update(env)
         import random
         random.seed()
         numpy = sys.modules.get("numpy")
@@ -417,6 +444,7 @@ def host_main(lib_path, modules):
     own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     preload(modules)
     python_kernel.make_shell()
+    freeze()
     daemon = socket.socket(fileno=0)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)

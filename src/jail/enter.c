@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -18,6 +19,7 @@
 #include "jail/cgroup.h"
 #include "jail/payload.h"
 #include "jail/seccomp.h"
+#include "util/fileio.h"
 
 static int fail(char *msg, size_t msg_size, const char *fmt, ...)
 {
@@ -133,6 +135,13 @@ int hutch_enter_prepare(int init_pidfd, int cgroup_dir_fd, const int *v1_fds, in
         return errno = EINVAL, fail(msg, msg_size, "not born in the sandbox's pid namespace");
     if (n_v1 < 0 || n_v1 > 16)
         return errno = EINVAL, fail(msg, msg_size, "%d v1 groups", n_v1);
+    /* Non-dumpable from here to the end (payload.never_execs): our memory belongs to the host's
+     * user namespace, so no process of the sandbox, whatever its capabilities there, may then
+     * open our /proc/PID/{mem,environ,fd} or trace us, in the steps below or ever after. The
+     * OOM killer's choice, as every command's, while we still may set it. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
+        file_write_str_at(AT_FDCWD, "/proc/self/oom_score_adj", "1000", NULL) < 0)
+        return fail(msg, msg_size, "non-dumpable, oom_score_adj");
     /* The zygote's session keyring (host root's) is not to be held inside: a fresh one, empty.
      * (The sandbox's filter refuses the keyring calls anyway.) */
     if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
@@ -161,7 +170,8 @@ int hutch_enter_confine(const char *cwd, int profile, int writable_root, char *m
         return fail(msg, msg_size, "unshare cgroup namespace");
     if (setsid() < 0)
         return fail(msg, msg_size, "setsid");
-    struct payload p = {.cwd = cwd, .as_root = false, .writable_root = writable_root != 0};
+    struct payload p = {
+        .cwd = cwd, .as_root = false, .writable_root = writable_root != 0, .never_execs = true};
     const char *what;
     if (payload_confine(&p, &prog, &what) < 0)
         return fail(msg, msg_size, "%s", what);

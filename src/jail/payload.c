@@ -81,13 +81,13 @@ int payload_confine(const struct payload *p, const struct seccomp_program *prog,
      * Dumpable first: the credential change made us not, and /proc/self would then belong to
      * host root, out of our reach. (execve sets it again as for any program.) */
     *what = "set oom_score_adj";
-    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
-        file_write_str_at(AT_FDCWD, "/proc/self/oom_score_adj", "1000", NULL) < 0)
+    if (!p->never_execs &&
+        (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
+         file_write_str_at(AT_FDCWD, "/proc/self/oom_score_adj", "1000", NULL) < 0))
         return -1;
     /* And back: dumpable belongs to the memory, which until execve is our parent's (vfork): the
      * setup child's, soon to be init's, or the spawner's. A dumpable parent would open its
-     * /proc/PID/{mem,fd} to a payload of the same uid. (A kernel forked from the host's zygote,
-     * which never execs, stays so: src/jail/enter.h.) */
+     * /proc/PID/{mem,fd} to a payload of the same uid. */
     *what = "PR_SET_DUMPABLE";
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         return -1;

@@ -17,6 +17,9 @@ struct payload {
      * JAIL_WRITABLE_ROOT_CAPS, and Landlock allows writes beneath "/" (the root is the
      * sandbox's own). A property of the sandbox, never of one request. */
     bool writable_root;
+    /* It runs on without an execve (a kernel from the host's zygote: enter.h): its oom score was
+     * set before, and it stays non-dumpable throughout, its memory being the zygote's copy. */
+    bool never_execs;
 };
 
 /* The steps before the execve: privileges dropped, oom score, cwd, Landlock, seccomp last. In

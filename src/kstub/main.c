@@ -147,23 +147,43 @@ static void end_as(int signo, int code)
     _exit(code);
 }
 
-#define HOST_HANDOVER_FD 3
+#define HOST_HANDOVER_FD 3 /* the write end the kernel says its pid on */
+#define HOST_MESSAGE_FD  4 /* the read end the kernel reads our cwd and environment from */
 #define HOST_WAIT_MS     60000
 
-/* The host's zygote: the kernel's pid once it is in, or 0 (then the caller starts cold). */
-static long host_handover(void)
+/* Both ends of a new pipe moved to `at` (the kernel's end) and above it (ours), close-on-exec;
+ * ours, or -1. */
+static int pipe_at(int at, bool kernel_writes)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
-        return 0;
-    /* the write end at fd 3, where the zygote's fork takes it; both ends moved above it first */
-    int r = fcntl(p[0], F_DUPFD_CLOEXEC, HOST_HANDOVER_FD + 1);
-    int w = fcntl(p[1], F_DUPFD_CLOEXEC, HOST_HANDOVER_FD + 1);
+        return -1;
+    int kernel_end = fcntl(p[kernel_writes ? 1 : 0], F_DUPFD_CLOEXEC, HOST_MESSAGE_FD + 1);
+    int ours = fcntl(p[kernel_writes ? 0 : 1], F_DUPFD_CLOEXEC, HOST_MESSAGE_FD + 1);
     close(p[0]);
     close(p[1]);
-    if (r < 0 || w < 0 || dup3(w, HOST_HANDOVER_FD, O_CLOEXEC) < 0)
+    if (kernel_end < 0 || ours < 0 || dup3(kernel_end, at, O_CLOEXEC) < 0)
+        return -1;
+    close(kernel_end);
+    return ours;
+}
+
+/* The host's zygote: the kernel's pid once it is in, or 0 (then the caller starts cold). Our cwd
+ * and environment go to the kernel on a pipe of their own, never through the zygote, whose
+ * memory every later kernel is a copy of. */
+static long host_handover(void)
+{
+    static char msg[MESSAGE_MAX];
+    size_t len = build_message(msg, sizeof msg);
+    int r = len ? pipe_at(HOST_HANDOVER_FD, true) : -1;
+    int w = r >= 0 ? pipe_at(HOST_MESSAGE_FD, false) : -1;
+    if (w < 0)
         return 0;
+    /* less than a pipe holds (64 KiB): written whole before anyone reads */
+    bool sent = write(w, msg, len) == (ssize_t)len;
     close(w);
+    if (!sent)
+        return 0;
     static const char line[] = "{\"type\":\"handover\"}\n";
     if (write(1, line, sizeof line - 1) != (ssize_t)(sizeof line - 1))
         return 0;
@@ -188,6 +208,7 @@ static long host_handover(void)
             if (nl && end == nl && pid > 1) {
                 close(r);
                 close(HOST_HANDOVER_FD);
+                close(HOST_MESSAGE_FD);
                 return pid;
             }
             if (nl || n == sizeof buf - 1)
@@ -205,6 +226,7 @@ static long host_handover(void)
     }
     close(r);
     close(HOST_HANDOVER_FD);
+    close(HOST_MESSAGE_FD);
     return 0;
 }
 

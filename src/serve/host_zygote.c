@@ -21,14 +21,21 @@
 
 #define ZYGOTE_FILE    "python_zygote.py"
 #define ZYGOTE_PRELOAD "numpy,pandas,matplotlib.pyplot"
-#define REQUEST_MAX    (60u << 10) /* as the zygote reads one (MESSAGE_MAX there) */
 #define ANSWER_MAX     4096
 #define FDS_MAX        (3 + PROTO_MAX_V1_FDS)
+/* under the stub's minute: a request older than this is not sent (host_zygote_fork) */
+#define HOST_ZYGOTE_WAIT_MS 45000
 
 struct hz_request {
     uint64_t id;
     host_zygote_done_fn done;
     void *user;
+    /* not sent yet (asked while the zygote was starting): what sending it takes */
+    bool sent;
+    struct sbx *sb;
+    char group[JAIL_COMMAND_GROUP_MAX + 1];
+    int stub_pidfd;
+    uint64_t asked_ms;
     struct hz_request *next;
 };
 
@@ -50,6 +57,13 @@ static struct host_zygote *state(struct serve *d)
     return d->host_zygote;
 }
 
+static void request_free(struct hz_request *r)
+{
+    if (r->stub_pidfd >= 0)
+        close(r->stub_pidfd);
+    free(r);
+}
+
 static void fail_pending(struct host_zygote *z, const char *why)
 {
     while (z->pending) {
@@ -57,7 +71,33 @@ static void fail_pending(struct host_zygote *z, const char *why)
         z->pending = r->next;
         if (r->done)
             r->done(r->user, 0, why);
-        free(r);
+        request_free(r);
+    }
+}
+
+static int send_request(struct host_zygote *z, struct hz_request *r, err_t *err);
+
+/* The zygote is ready: what waited for it is sent, but for what waited too long (its stub has
+ * started the kernel itself after a minute: a fork now would take that kernel's pipes). */
+static void send_waiting(struct host_zygote *z)
+{
+    uint64_t now = uv_now(z->d->loop);
+    for (struct hz_request **at = &z->pending, *r; (r = *at);) {
+        err_t err;
+        if (r->sent) {
+            at = &r->next;
+            continue;
+        }
+        if (now - r->asked_ms > HOST_ZYGOTE_WAIT_MS)
+            err_set(&err, ETIMEDOUT, "the host's zygote was not ready in time");
+        else if (send_request(z, r, &err) == 0) {
+            at = &r->next;
+            continue;
+        }
+        *at = r->next;
+        if (r->done)
+            r->done(r->user, 0, err.msg);
+        request_free(r);
     }
 }
 
@@ -112,6 +152,7 @@ static void on_answer(struct host_zygote *z, char *text)
 {
     if (strcmp(text, "ready") == 0) {
         z->ready = true;
+        send_waiting(z);
         return;
     }
     unsigned long long id;
@@ -131,7 +172,7 @@ static void on_answer(struct host_zygote *z, char *text)
         else
             r->done(r->user, 0, pid ? "the zygote said a malformed pid" : rest);
     }
-    free(r);
+    request_free(r);
 }
 
 static void on_readable(uv_poll_t *h, int status, int events)
@@ -264,44 +305,25 @@ bool host_zygote_ready(struct serve *d)
     return z && z->ready && z->sock >= 0;
 }
 
-/* fork ID NUL cwd NUL profile NUL writable NUL has_dir NUL env... (python_zygote.host_request) */
-static size_t build(char *buf, size_t cap, uint64_t id, const char *cwd, bool has_dir,
-                    char *const *env)
+/* fork ID NUL profile NUL writable NUL has_dir (python_zygote.host_request) */
+static size_t build(char *buf, size_t cap, uint64_t id, bool has_dir)
 {
-    int n = snprintf(buf, cap, "fork %llu%c%s%c%d%c1%c%d", (unsigned long long)id, 0, cwd, 0,
+    int n = snprintf(buf, cap, "fork %llu%c%d%c1%c%d", (unsigned long long)id, 0,
                      (int)SBX_SECCOMP_PROFILE, 0, 0, has_dir ? 1 : 0);
-    if (n < 0 || (size_t)n >= cap)
-        return 0;
-    size_t at = (size_t)n;
-    for (char *const *e = env; e && *e; e++) {
-        size_t len = strlen(*e);
-        if (at + 1 + len > cap)
-            return 0;
-        buf[at++] = '\0';
-        memcpy(buf + at, *e, len);
-        at += len;
-    }
-    return at;
+    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
 }
 
-int host_zygote_fork(struct serve *d, struct sbx *sb, const char *group, int stub_pidfd,
-                     const char *cwd, char *const *env, host_zygote_done_fn done, void *user,
-                     uint64_t *id, err_t *err)
+static int send_request(struct host_zygote *z, struct hz_request *r, err_t *err)
 {
-    struct host_zygote *z = state(d);
-    if (!host_zygote_ready(d))
-        return err_set(err, EAGAIN, "the host's zygote is not ready");
-    if (!cwd || cwd[0] != '/')
-        cwd = JAIL_USER_HOME;
     struct cgroup *cg;
-    if (jail_command_group_open(&sb->jail, group, &cg, err) < 0)
+    if (jail_command_group_open(&r->sb->jail, r->group, &cg, err) < 0)
         return -1;
     int fds[FDS_MAX];
     size_t n_fds = 0, n_v1 = 0;
-    fds[n_fds++] = sb->jail.pidfd;
-    fds[n_fds++] = stub_pidfd;
+    fds[n_fds++] = r->sb->jail.pidfd;
+    fds[n_fds++] = r->stub_pidfd;
     int dir_fd = -1, rc = -1;
-    char *buf = NULL;
+    char buf[64];
     if (cgroup_mode_of(cg) != CGROUP_MODE_V1) {
         if ((dir_fd = cgroup_open_dir_fd(cg, err)) < 0)
             goto out;
@@ -309,46 +331,64 @@ int host_zygote_fork(struct serve *d, struct sbx *sb, const char *group, int stu
     }
     if (cgroup_self_attach_open(cg, fds + n_fds, PROTO_MAX_V1_FDS, &n_v1, err) < 0)
         goto out;
-    buf = malloc(REQUEST_MAX);
-    if (!buf) {
-        err_set(err, ENOMEM, "the host's zygote: a request");
-        goto out;
-    }
-    uint64_t rid = ++z->next_id;
-    size_t len = build(buf, REQUEST_MAX, rid, cwd, dir_fd >= 0, env);
-    if (!len) {
-        err_set(err, E2BIG, "the kernel's environment does not fit in a request");
-        goto out;
-    }
-    struct hz_request *r = calloc(1, sizeof *r);
-    if (!r) {
-        err_set(err, ENOMEM, "the host's zygote: a request");
-        goto out;
-    }
+    size_t len = build(buf, sizeof buf, r->id, dir_fd >= 0);
     if (proto_send(z->sock, buf, len, fds, n_fds + n_v1) < 0) {
         err_set(err, errno, "the host's zygote: send");
-        free(r);
         goto out;
     }
-    *r = (struct hz_request){.id = rid, .done = done, .user = user, .next = z->pending};
-    z->pending = r;
-    *id = rid;
+    r->sent = true;
+    close(r->stub_pidfd); /* the zygote's copy is the one it needs */
+    r->stub_pidfd = -1;
     rc = 0;
 out:
     for (size_t i = 0; i < n_v1; i++)
         close(fds[n_fds + i]);
     if (dir_fd >= 0)
         close(dir_fd);
-    free(buf);
     cgroup_free(cg);
     return rc;
+}
+
+bool host_zygote_available(struct serve *d)
+{
+    struct host_zygote *z = state(d);
+    return z && z->lib[0] && d->interp_path[0] && d->kernel_stub_path[0] && !d->stopping &&
+           (z->ready || z->running || z->starts < HOST_ZYGOTE_STARTS);
+}
+
+int host_zygote_fork(struct serve *d, struct sbx *sb, const char *group, int stub_pidfd,
+                     host_zygote_done_fn done, void *user, uint64_t *id, err_t *err)
+{
+    host_zygote_want(d);
+    struct host_zygote *z = state(d);
+    if (!z || !host_zygote_available(d) || (!z->running && !z->ready))
+        return err_set(err, EAGAIN, "the host's zygote does not run");
+    struct hz_request *r = calloc(1, sizeof *r);
+    if (!r)
+        return err_set(err, ENOMEM, "the host's zygote: a request");
+    *r = (struct hz_request){
+        .id = ++z->next_id, .done = done, .user = user, .sb = sb, .asked_ms = uv_now(d->loop)};
+    snprintf(r->group, sizeof r->group, "%s", group);
+    if ((r->stub_pidfd = fcntl(stub_pidfd, F_DUPFD_CLOEXEC, 3)) < 0) {
+        free(r);
+        return err_set(err, errno, "the stub's pidfd");
+    }
+    if (z->ready && send_request(z, r, err) < 0) {
+        request_free(r);
+        return -1;
+    }
+    r->next = z->pending;
+    z->pending = r;
+    *id = r->id;
+    return 0;
 }
 
 void host_zygote_forget(struct serve *d, uint64_t id)
 {
     struct host_zygote *z = state(d);
     struct hz_request *r = z ? take_request(z, id) : NULL;
-    free(r);
+    if (r)
+        request_free(r);
 }
 
 void host_zygote_stop(struct serve *d)

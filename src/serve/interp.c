@@ -801,14 +801,9 @@ static void host_handover(struct ictx *ctx)
     int pidfd = stub > 0 ? (int)syscall(SYS_pidfd_open, stub, 0) : -1;
     if (stub > 0 && pidfd < 0)
         err_set(&err, errno, "the stub's pidfd");
-    char *extra[] = {"MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL};
-    char **env = pidfd >= 0 ? scmd_env(sb, false, extra) : NULL;
-    if (pidfd >= 0 && !env)
-        err_set(&err, ENOMEM, "the kernel's environment");
-    int rc = env ? host_zygote_fork(sb->d, sb, ctx->kernel->group, pidfd, ctx->cwd, env,
-                                    on_host_forked, ctx, &ctx->host_request, &err)
-                 : -1;
-    scmd_free_list(env);
+    int rc = pidfd >= 0 ? host_zygote_fork(sb->d, sb, ctx->kernel->group, pidfd, on_host_forked,
+                                           ctx, &ctx->host_request, &err)
+                        : -1;
     if (pidfd >= 0)
         close(pidfd);
     if (rc < 0)
@@ -979,7 +974,7 @@ static int kernel_start(struct ictx *ctx, err_t *err)
              ctx->is_default ? "default" : "created");
     struct interp_state *st = sb->interp;
     bool forked = ctx->lang->zygote && sb->d->kernel_stub_path[0];
-    bool host = forked && st && st->host && host_zygote_ready(sb->d);
+    bool host = forked && st && st->host && host_zygote_available(sb->d);
     if (forked && !host)
         zygote_start(sb);
     /* through the stub, the zygote's fork, or (none listening) the interpreter all the same */
@@ -1404,10 +1399,18 @@ void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
 
 void interp_warm(struct sbx *sb)
 {
-    /* the zygote only: the default contexts' kernels are forked from it at their first use (one
-     * started now would start cold, beside the zygote's imports, for nothing) */
     struct interp_state *st = state_of(sb, true);
-    if (st && !st->zygote) {
+    if (!st)
+        return;
+    /* the host's zygote, which has the data stack imported for every sandbox */
+    host_zygote_want(sb->d);
+    if (host_zygote_available(sb->d)) {
+        interp_host_zygote(sb);
+        return;
+    }
+    /* else a zygote of its own only: the default contexts' kernels are forked from it at their
+     * first use (one started now would start cold, beside the zygote's imports, for nothing) */
+    if (!st->zygote) {
         st->preload = true;
         zygote_start(sb);
     }
@@ -1449,7 +1452,8 @@ void interp_host_zygote(struct sbx *sb)
 
 bool interp_zygote_ready(struct sbx *sb)
 {
-    return sb->interp && sb->interp->zygote && sb->interp->zygote_ready;
+    struct interp_state *st = sb->interp;
+    return st && (st->host ? host_zygote_ready(sb->d) : st->zygote && st->zygote_ready);
 }
 
 void interp_release_all(struct sbx *sb, const char *why)

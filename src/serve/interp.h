@@ -31,8 +31,9 @@
 
 void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
                   const struct http_request *req);
-/* The sandbox's python zygote started now, the data stack (numpy, pandas, matplotlib) imported
- * in it, so that a template made for code (code-interpreter-v1) forks its kernels warm. */
+/* A template made for code (code-interpreter-v1): its python kernels fork warm, with the data
+ * stack (numpy, pandas, matplotlib) imported, from the host's zygote (host_zygote.h) where there
+ * is one, else from a zygote of the sandbox's own, started now. */
 void interp_warm(struct sbx *sb);
 /* A one-shot run (oneshot.c): e (taken) in sb's default context of its language, its NDJSON to
  * x, as /execute answers; over(user) once, when the execution ended or failed, or its client
@@ -45,7 +46,7 @@ void interp_no_zygote(struct sbx *sb);
 /* A sandbox for one run, forked from the host's zygote (host_zygote.h) when it is ready, else
  * cold: no zygote of its own is made. */
 void interp_host_zygote(struct sbx *sb);
-/* Whether its python zygote listens (a kernel started now is a fork of it). */
+/* Whether the zygote its python kernels fork from (its own, or the host's) is ready. */
 bool interp_zygote_ready(struct sbx *sb);
 /* The sandbox is gone: its contexts' calls get an error and their end, all is freed. */
 void interp_release_all(struct sbx *sb, const char *why);

@@ -86,8 +86,8 @@ static void created(struct sbx *sb, int rc, const char *message, void *user)
         http_respond_error(o->x, 500, "a sandbox for the run: %s", message ? message : "failed");
         return;
     }
-    interp_host_zygote(
-        sb); /* its kernel from the host's zygote, or cold: never a zygote of its own */
+    /* its kernel from the host's zygote, or cold: never a zygote of its own */
+    interp_host_zygote(sb);
     run_in(o, sb);
 }
 
@@ -136,14 +136,11 @@ static void on_body_complete(struct http_exchange *x, void *user)
         http_respond_error(x, 500, "no random token");
         return;
     }
-    /* A fresh sandbox whose kernel the host's zygote forks, once it is ready; until then one of
-     * the warm pool, whose zygote is its own (1.4 s of CPU per sandbox). */
+    /* One of the warm pool (its kernel forked from the host's zygote, or from the sandbox's own
+     * where there is no host's), else a fresh one (the host's zygote's, or cold). */
     host_zygote_want(o->d);
-    struct sbx *sb = NULL;
-    if (!host_zygote_ready(o->d)) {
-        pool_wanted(o->d);
-        sb = pool_take(o->d, r, &err);
-    }
+    pool_wanted(o->d);
+    struct sbx *sb = pool_take(o->d, r, &err);
     if (sb) {
         run_in(o, sb);
         return;
