@@ -211,12 +211,36 @@ done
 NEW=$(zygote_pid)
 [ -n "$NEW" ] && [ "$NEW" != "$ZPID" ] && ok "the daemon started a new zygote (pid $NEW), whose forks serve again" ||
     not_ok "the daemon started a new zygote (got '$NEW')"
+# ---------------------------------------------------------------- a restart of the daemon
+# A context of a code-interpreter-v1 sandbox (its kernel the zygote's) lives through a kill -9 of
+# the daemon, with its state, and is interrupted by the next daemon (which finds its kernel in
+# its command's group: no zygote of the sandbox's own knows it).
+r=$(curl -s -H "X-API-KEY: $KEY" -X POST -d '{"templateID":"code-interpreter-v1","timeout":300}' "$U/v2/sandboxes")
+C=$(jfield "$r" sandboxID)
+C_TOKEN=$(jfield "$r" envdAccessToken)
+c_exec() { curl -s -m "${2:-60}" -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" -H "X-Access-Token: $C_TOKEN" -d "$1" "$U/execute"; }
+like "$(c_exec '{"code":"x = 41; print(open(\"/proc/self/status\").read().split(\"PPid:\")[1].split()[0])"}')" \
+    '"text":"0' "a code-interpreter-v1 sandbox's kernel is the host zygote's too"
+kill -9 "$daemon"
+wait "$daemon" 2>/dev/null
+for _ in $(seq 50); do kill -0 "$NEW" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$NEW" 2>/dev/null && not_ok "the zygote exits when its daemon is killed" || ok "the zygote exits when its daemon is killed"
+HUTCH_POOL=0 HUTCH_API_KEY=$KEY HUTCH_TEST_SECRET=$SECRET "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
+daemon=$!
+for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
+like "$(c_exec '{"code":"x + 1"}')" '"text":"42"' "after a kill -9 and a new daemon, the context's state is there"
+t0=$(now_ms)
+c_exec '{"code":"import time; time.sleep(30)"}' 2 >/dev/null
+like "$(c_exec '{"code":"x"}' 20)" '"text":"41"' "... and the new daemon interrupts its kernel (a client gone away), the state kept"
+[ $(($(now_ms) - t0)) -lt 15000 ] && ok "... within seconds, not the sleep's 30" || not_ok "... within seconds (took $(($(now_ms) - t0)) ms)"
+curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$C"
+NEW=$(zygote_pid)
 kill "$daemon"
 wait "$daemon"
 is "$?" 0 "the daemon stops on SIGTERM with status 0"
 daemon=
-for _ in $(seq 50); do kill -0 "$NEW" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$NEW" 2>/dev/null && not_ok "the zygote exits with the daemon" || ok "the zygote exits with the daemon"
+for _ in $(seq 50); do [ -n "$NEW" ] && kill -0 "$NEW" 2>/dev/null || break; sleep 0.1; done
+[ -n "$NEW" ] && kill -0 "$NEW" 2>/dev/null && not_ok "the zygote exits with the daemon" || ok "the zygote exits with the daemon"
 grep -E "ERROR: (Address|Leak)Sanitizer|runtime error" "$LOG" >/dev/null &&
     { not_ok "no sanitizer report"; grep -A5 Sanitizer "$LOG" | head -30; } || ok "no sanitizer report"
 done_testing
