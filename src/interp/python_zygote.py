@@ -146,6 +146,7 @@ def become_kernel(cwd, env, fds, sockets, pipes):
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
+        user_site_again()
         import random
         random.seed()
         numpy = sys.modules.get("numpy")
@@ -381,6 +382,7 @@ def host_enter(lib, req, report):
             raise OSError(msg.value.decode(errors="replace"))
         os.environ.clear()
         os.environ.update(env)
+        user_site_again()
         import random
         random.seed()
         numpy = sys.modules.get("numpy")
@@ -402,6 +404,27 @@ def host_enter(lib, req, report):
         os._exit(e.code if isinstance(e.code, int) else 1)
     except BaseException:
         os._exit(1)
+
+
+def user_site_again():
+    """The user's site-packages as Python would have found it, had it started with the kernel's
+    environment: the zygote computed it from its own HOME (`pip install --user` puts packages in
+    the sandbox user's, which a kernel started cold has on its path when it exists)."""
+    import site
+    old = site.USER_SITE
+    site.USER_BASE = site.USER_SITE = None
+    if old in sys.path:
+        sys.path.remove(old)
+    user_site = site.getusersitepackages()
+    if site.ENABLE_USER_SITE and os.path.isdir(user_site):
+        before = len(sys.path)
+        site.addsitedir(user_site)  # appended, with what its .pth files add
+        added = sys.path[before:]
+        del sys.path[before:]
+        # where Python puts it: before the system's site-packages, so that it shadows them
+        at = next((i for i, p in enumerate(sys.path)
+                   if p.endswith(("dist-packages", "site-packages"))), len(sys.path))
+        sys.path[at:at] = added
 
 
 def fork_into(lib, req, own_pidns):

@@ -257,6 +257,26 @@ static int start(struct host_zygote *z, err_t *err)
     return 0;
 }
 
+/* Whether only root can change path and every directory above it (a directory anyone may write
+ * to is fine when sticky, as /tmp: nobody but root may replace root's entries there). The
+ * zygote runs as host root what these hold. */
+static bool root_only(const char *path)
+{
+    char at[PATH_MAX];
+    if (strfmt(at, sizeof at, "%s", path) < 0)
+        return false;
+    for (;;) {
+        struct stat st;
+        if (stat(at[0] ? at : "/", &st) < 0 || st.st_uid != 0 ||
+            ((st.st_mode & 022) && !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX))))
+            return false;
+        char *slash = strrchr(at, '/');
+        if (!slash || !at[0])
+            return true;
+        *slash = '\0';
+    }
+}
+
 /* build/libhutch-enter.so beside our own binary, or $HUTCH_ENTER_LIB ("" for none). */
 static void find_lib(struct host_zygote *z)
 {
@@ -276,6 +296,26 @@ static void find_lib(struct host_zygote *z)
         z->lib[0] = '\0';
 }
 
+/* What the zygote would run (its library, its script and the kernel's modules) is root's alone. */
+static bool files_trusted(struct host_zygote *z)
+{
+    char script[PATH_MAX], kernel[PATH_MAX], cache[PATH_MAX];
+    if (strfmt(script, sizeof script, "%s/%s", z->d->interp_path, ZYGOTE_FILE) < 0 ||
+        strfmt(kernel, sizeof kernel, "%s/python_kernel.py", z->d->interp_path) < 0 ||
+        strfmt(cache, sizeof cache, "%s/__pycache__", z->d->interp_path) < 0)
+        return false;
+    const char *const paths[] = {z->lib, z->d->interp_path, script, kernel, cache};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+        if ((paths[i] != cache || access(cache, F_OK) == 0) && !root_only(paths[i])) {
+            fprintf(stderr,
+                    "hutch serve: %s may be changed by others than root: no host zygote "
+                    "(its kernels start in their sandboxes)\n",
+                    paths[i]);
+            return false;
+        }
+    return true;
+}
+
 void host_zygote_want(struct serve *d)
 {
     struct host_zygote *z = state(d);
@@ -285,6 +325,8 @@ void host_zygote_want(struct serve *d)
         z->d = d;
         z->sock = -1;
         find_lib(z);
+        if (z->lib[0] && d->interp_path[0] && !files_trusted(z))
+            z->lib[0] = '\0';
         d->host_zygote = z;
         if (!z->lib[0] && getenv("HUTCH_ENTER_LIB") == NULL)
             fprintf(stderr, "hutch serve: no libhutch-enter.so beside hutch: one-shot runs start "

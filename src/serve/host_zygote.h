@@ -3,7 +3,7 @@
  * serve (src/interp/python_zygote.py --host, src/jail/enter.h). A sandbox of one run (oneshot.c)
  * then needs no zygote of its own, whose imports cost 1.4 s of CPU per sandbox.
  *
- * Started by the first caller that wants it, as a child of the daemon (uv_spawn) with a clean
+ * Started at the daemon's start, as a child of the daemon (uv_spawn) with a clean
  * environment; its stdin is a SOCK_SEQPACKET socket only the daemon holds. It is ready once it
  * says so (after its imports). A zygote that dies is started again at the next want, at most
  * HOST_ZYGOTE_STARTS times; the daemon's stop closes its socket, and it exits (the kernels it

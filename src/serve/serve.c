@@ -370,6 +370,9 @@ int serve_main(int argc, char **argv)
     d.sig_term.data = d.sig_int.data = &d;
     uv_signal_start(&d.sig_term, on_stop_signal, SIGTERM);
     uv_signal_start(&d.sig_int, on_stop_signal, SIGINT);
+    /* The host's python zygote warms from the start (its imports take a second or two of CPU),
+     * so that the first code context does not wait for it; it lives as long as the daemon. */
+    host_zygote_want(&d);
     size_t live = sbx_reopen_all(&d);
     fprintf(stderr, "hutch serve: listening on http://%s%s%s:%u and %s; %zu sandboxes reopened\n",
             strchr(o.host, ':') ? "[" : "", o.host, strchr(o.host, ':') ? "]" : "", port,

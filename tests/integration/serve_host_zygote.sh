@@ -40,7 +40,7 @@ for l in sys.stdin:
 print("".join(out) if out else "ERROR " + " ".join(err))'
 }
 zygote_pid() { pgrep -P "$daemon" -f 'python_zygote.py --host' | head -n1; }
-# The first run asks for the zygote; its imports take a second or two. A kernel forked from it
+# The zygote starts with the daemon; its imports take a second or two. A kernel forked from it
 # has a parent outside the sandbox: its PPid reads 0 (a cold kernel's is the stub's init, 1).
 PPID_CODE='print([l.split()[1] for l in open("/proc/self/status") if l.startswith("PPid:")][0])'
 forked=
@@ -229,6 +229,13 @@ HUTCH_POOL=0 HUTCH_API_KEY=$KEY HUTCH_TEST_SECRET=$SECRET "$HUTCH" serve --liste
 daemon=$!
 for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
 like "$(c_exec '{"code":"x + 1"}')" '"text":"42"' "after a kill -9 and a new daemon, the context's state is there"
+# the sandbox user's site-packages (pip install --user): a new context's kernel has it on its path,
+# as one started cold would (the zygote's own HOME is elsewhere)
+c_exec '{"code":"import os, site; d = os.path.expanduser(\"~/.local/lib/python%d.%d/site-packages\" % __import__(\"sys\").version_info[:2]); os.makedirs(d, exist_ok=True); open(d + \"/hutch_user_mod.py\", \"w\").write(\"X = 7\")"}' >/dev/null
+ctx=$(curl -s -m 60 -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" -H "X-Access-Token: $C_TOKEN" -d '{"language":"python"}' "$U/contexts")
+ctx_id=$(jfield "$ctx" id)
+like "$(c_exec "{\"code\":\"import sys, hutch_user_mod; (hutch_user_mod.X, [p for p in sys.path if p.endswith('-packages')][0].startswith('/home/user/'))\",\"context_id\":\"$ctx_id\"}")" \
+    '"text":"\(7, True\)"' "a new context imports what the user installed in its site-packages, ahead of the system's"
 t0=$(now_ms)
 c_exec '{"code":"import time; time.sleep(30)"}' 2 >/dev/null
 like "$(c_exec '{"code":"x"}' 20)" '"text":"41"' "... and the new daemon interrupts its kernel (a client gone away), the state kept"
@@ -241,6 +248,24 @@ is "$?" 0 "the daemon stops on SIGTERM with status 0"
 daemon=
 for _ in $(seq 50); do [ -n "$NEW" ] && kill -0 "$NEW" 2>/dev/null || break; sleep 0.1; done
 [ -n "$NEW" ] && kill -0 "$NEW" 2>/dev/null && not_ok "the zygote exits with the daemon" || ok "the zygote exits with the daemon"
+# ---------------------------------------------------------------- files others may change
+# The zygote runs its script and modules as host root: where anyone but root may change them, the
+# daemon starts none, and kernels start cold in their sandboxes.
+chmod 755 "$OUT"
+mkdir "$OUT/interp"
+cp src/interp/*.py src/interp/PROTOCOL.md "$OUT/interp/"
+chmod 777 "$OUT/interp"
+HUTCH_INTERP=$OUT/interp HUTCH_POOL=0 HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
+daemon=$!
+for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
+is "$(python_run "$PPID_CODE")" "1" "with a kernels' directory anyone may write to, a run's kernel starts cold"
+sleep 2
+is "$(python_run "$PPID_CODE")" "1" "... and so does the next one: no zygote was started"
+is "$(pgrep -P "$daemon" -f 'python_zygote.py --host')" "" "... none runs"
+grep -q "may be changed by others than root: no host zygote" "$LOG" && ok "the daemon says why" || not_ok "the daemon says why"
+kill "$daemon"
+wait "$daemon"
+daemon=
 grep -E "ERROR: (Address|Leak)Sanitizer|runtime error" "$LOG" >/dev/null &&
     { not_ok "no sanitizer report"; grep -A5 Sanitizer "$LOG" | head -30; } || ok "no sanitizer report"
 done_testing
