@@ -146,7 +146,7 @@ def become_kernel(cwd, env, fds, sockets, pipes):
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
-        user_site_again()
+        startup_again(env)
         import random
         random.seed()
         numpy = sys.modules.get("numpy")
@@ -382,7 +382,7 @@ def host_enter(lib, req, report):
             raise OSError(msg.value.decode(errors="replace"))
         os.environ.clear()
         os.environ.update(env)
-        user_site_again()
+        startup_again(env)
         import random
         random.seed()
         numpy = sys.modules.get("numpy")
@@ -406,10 +406,14 @@ def host_enter(lib, req, report):
         os._exit(1)
 
 
-def user_site_again():
-    """The user's site-packages as Python would have found it, had it started with the kernel's
-    environment: the zygote computed it from its own HOME (`pip install --user` puts packages in
-    the sandbox user's, which a kernel started cold has on its path when it exists)."""
+def startup_again(env):
+    """What Python takes from the environment at its start, as a kernel started cold would have
+    it from the kernel's (the zygote started with its own): PYTHONPATH's entries after the
+    script's directory, PYTHONDONTWRITEBYTECODE, and the user's site-packages, found from HOME
+    (`pip install --user` puts packages there), ahead of the system's."""
+    extra = [p for p in env.get("PYTHONPATH", "").split(":") if p]
+    sys.path[1:1] = [p for p in extra if p not in sys.path]
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
     import site
     old = site.USER_SITE
     site.USER_BASE = site.USER_SITE = None
@@ -506,6 +510,11 @@ def host_main(lib_path, modules):
         for fd in [f for f, e in reports.items() if e[2] < now]:
             entry = reports.pop(fd)
             os.close(fd)
+            # gone before the answer: the stub then starts the kernel cold, on the same pipes
+            try:
+                os.kill(entry[3], signal.SIGKILL)
+            except OSError:
+                pass
             host_answer(daemon, entry[0], entry[1] + b"\nfail no answer in time")
         if daemon in ready:
             fds = array.array("i")
@@ -530,7 +539,7 @@ def host_main(lib_path, modules):
             else:
                 try:
                     pid, r = fork_into(lib, req, own_pidns)
-                    reports[r] = [req["id"], b"pid %d\n" % pid, now + REPORT_SECONDS]
+                    reports[r] = [req["id"], b"pid %d\n" % pid, now + REPORT_SECONDS, pid]
                 except OSError as e:
                     host_answer(daemon, req["id"], ("fail %s" % e).encode(errors="replace"))
             for fd in fds:

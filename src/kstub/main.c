@@ -1,5 +1,5 @@
 /* hutch-kernel-stub: how a code context's kernel is started from a warm zygote inside its
- * sandbox (src/interp/PROTOCOL.md, "Zygotes").
+ * sandbox (src/interp/README.md, "Zygotes").
  *
  *     hutch-kernel-stub ZYGOTE ZYGOTE_PID -- PROGRAM [ARG...]
  *

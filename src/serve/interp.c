@@ -34,7 +34,7 @@
 struct language {
     const char *name, *alias;
     const char *interpreter, *file, *arg; /* argv: interpreter DIR/file [arg] */
-    bool zygote; /* its kernels fork from a warm zygote (src/interp/PROTOCOL.md, "Zygotes") */
+    bool zygote; /* its kernels fork from a warm zygote (src/interp/README.md, "Zygotes") */
 };
 
 static const struct language languages[] = {

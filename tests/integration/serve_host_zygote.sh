@@ -215,12 +215,14 @@ NEW=$(zygote_pid)
 # A context of a code-interpreter-v1 sandbox (its kernel the zygote's) lives through a kill -9 of
 # the daemon, with its state, and is interrupted by the next daemon (which finds its kernel in
 # its command's group: no zygote of the sandbox's own knows it).
-r=$(curl -s -H "X-API-KEY: $KEY" -X POST -d '{"templateID":"code-interpreter-v1","timeout":300}' "$U/v2/sandboxes")
+r=$(curl -s -H "X-API-KEY: $KEY" -X POST -d '{"templateID":"code-interpreter-v1","timeout":300,"envVars":{"PYTHONPATH":"/opt/from-pythonpath"}}' "$U/v2/sandboxes")
 C=$(jfield "$r" sandboxID)
 C_TOKEN=$(jfield "$r" envdAccessToken)
 c_exec() { curl -s -m "${2:-60}" -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" -H "X-Access-Token: $C_TOKEN" -d "$1" "$U/execute"; }
 like "$(c_exec '{"code":"x = 41; print(open(\"/proc/self/status\").read().split(\"PPid:\")[1].split()[0])"}')" \
     '"text":"0' "a code-interpreter-v1 sandbox's kernel is the host zygote's too"
+like "$(c_exec '{"code":"import sys; (sys.path.index(\"/opt/from-pythonpath\") == 1, sys.dont_write_bytecode)"}')" \
+    '"text":"\(True, False\)"' "... with the PYTHONPATH of its env vars on its path, as at a start, and bytecode written"
 kill -9 "$daemon"
 wait "$daemon" 2>/dev/null
 for _ in $(seq 50); do kill -0 "$NEW" 2>/dev/null || break; sleep 0.1; done
