@@ -101,6 +101,19 @@ def receive(conn):
     return os.fsdecode(parts[0]), env, fds
 
 
+def take_environment(env):
+    """In a fork: the command's environment as its own (and what Python takes from it at a start),
+    and randomness of its own, so that two kernels do not draw the same numbers."""
+    os.environ.clear()
+    os.environ.update(env)
+    startup_again(env)
+    import random
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
 def own_landlock_domain():
     """A Landlock domain of the child's own under the zygote's, scoped as hutch scopes every
     command's (src/jail/landlock.c): its code can then signal, or reach the abstract sockets of,
@@ -144,14 +157,7 @@ def become_kernel(cwd, env, fds, sockets, pipes):
             os.close(fd)
         own_landlock_domain()
         os.chdir(cwd)
-        os.environ.clear()
-        os.environ.update(env)
-        startup_again(env)
-        import random
-        random.seed()
-        numpy = sys.modules.get("numpy")
-        if numpy is not None:
-            numpy.random.seed()
+        take_environment(env)
     except BaseException as e:
         os.write(2, ("python_zygote: the kernel's start: %s\n" % e).encode(errors="replace"))
         os._exit(1)
@@ -380,14 +386,7 @@ def host_enter(lib, req, report):
         if lib.hutch_enter_confine(os.fsencode(cwd), req["profile"], int(req["writable"]), msg,
                                    len(msg)) < 0:
             raise OSError(msg.value.decode(errors="replace"))
-        os.environ.clear()
-        os.environ.update(env)
-        startup_again(env)
-        import random
-        random.seed()
-        numpy = sys.modules.get("numpy")
-        if numpy is not None:
-            numpy.random.seed()
+        take_environment(env)
         os.write(3, b"%d\n" % os.getpid())  # to the stub: the kernel it stands for
         os.close(3)
         os.write(report, b"in\n")
