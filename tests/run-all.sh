@@ -6,6 +6,7 @@ set -u
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0
 failed_names=()
+failed_excerpts=$(mktemp)
 log_dir=build/test-logs
 rm -rf "$log_dir" && mkdir -p "$log_dir"
 
@@ -41,6 +42,8 @@ account() {
     if [ "$f" -gt 0 ]; then
         failed_names+=("$name")
         grep -E '^not ok|^#' "$log" | head -n 40 | sed 's/^/    /'
+        # kept for the end too, where a CI that shows only the tail still shows why
+        { echo "$name:"; grep -E -A3 '^not ok' "$log" | head -n 40 | sed 's/^/    /'; } >>"$failed_excerpts"
     fi
 }
 
@@ -101,7 +104,7 @@ run_guest() {
 test_tmp=$(mktemp -d /tmp/hutch-test.XXXXXX)
 chmod 755 "$test_tmp"
 export HUTCH_STATE_DIR=$test_tmp/state HUTCH_RUN_DIR=$test_tmp/run
-trap 'rm -rf "$test_tmp"' EXIT
+trap 'rm -rf "$test_tmp" "$failed_excerpts"' EXIT
 
 filter=${HUTCH_TEST_FILTER:-.}
 for t in build/tests/test_*; do
@@ -134,7 +137,10 @@ for t in tests/e2e/*.mjs; do
     fi
 done
 run_guest
-[ "${#failed_names[@]}" -gt 0 ] && echo "failed: ${failed_names[*]} (logs in $log_dir)"
+if [ "${#failed_names[@]}" -gt 0 ]; then
+    cat "$failed_excerpts"
+    echo "failed: ${failed_names[*]} (logs in $log_dir)"
+fi
 [ "$skipped" -gt 0 ] && echo "$skipped skipped"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
