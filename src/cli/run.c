@@ -29,6 +29,7 @@
 #include "jail/template.h"
 #include "jail/userns.h"
 #include "jail/verdict.h"
+#include "jail/writable_root.h"
 #include "util/cleanup.h"
 #include "util/fileio.h"
 #include "util/proctitle.h"
@@ -768,6 +769,11 @@ static int start(struct run *r, err_t *err)
     stdin_pump_started(&r->pump);
     if (rc < 0)
         return -1;
+    if (r->jail.unmapped_lowers) {
+        char note[256];
+        fprintf(stderr, "hutch run: --writable-root: %s\n",
+                writable_root_unmapped_note(r->jail.unmapped_lowers, note, sizeof note));
+    }
     err_t ignored;
     /* init's setup is not the program's CPU time */
     cgroup_read_cpu_ns(r->jail.cgroup, &r->stats_start.cpu_usage_ns, &ignored);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -20,7 +21,7 @@ int idmap_userns_open(pid_t pid, err_t *err)
     return fd;
 }
 
-int idmap_clone(int userns_fd, const char *path, err_t *err)
+int idmap_clone(int userns_fd, const char *path, bool *unmapped, err_t *err)
 {
     /* No AT_RECURSIVE: see idmap.h. */
     cleanup_fd int fd =
@@ -35,11 +36,20 @@ int idmap_clone(int userns_fd, const char *path, err_t *err)
         .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
         .userns_fd = (uint64_t)userns_fd,
     };
-    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
-        if (errno == EINVAL)
-            return err_set(err, errno, "idmap %s (can its filesystem be idmapped?)", path);
-        return err_set(err, errno, "idmap %s", path);
+    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof attr) == 0) {
+        *unmapped = false;
+        return steal_fd(&fd);
     }
+    if (errno != EINVAL)
+        return err_set(err, errno, "idmap %s", path);
+    /* Its filesystem cannot be idmapped (9p, NFS, FUSE and tmpfs before 6.3, ...): the same
+     * clone without the map. Its owners are then unmapped inside (nobody), which only takes
+     * away: sandbox root cannot copy such a file up or change it, reading and running it work. */
+    attr.attr_set &= ~(uint64_t)MOUNT_ATTR_IDMAP;
+    attr.userns_fd = 0;
+    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+        return err_set(err, errno, "make the clone of %s read-only", path);
+    *unmapped = true;
     return steal_fd(&fd);
 }
 

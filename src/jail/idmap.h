@@ -10,6 +10,7 @@
  * child's mount namespace with setns costs a fork (about 2 ms measured here). */
 #pragma once
 #include "util/err.h"
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* The user namespace of pid, O_CLOEXEC. Its maps must have been written. */
@@ -18,8 +19,11 @@ int idmap_userns_open(pid_t pid, err_t *err);
  * through userns_fd's map (host uid N appears as the uid that maps to N inside; host root as the
  * sandbox's root). Only path's own mount is cloned, never its submounts: overlayfs does not
  * cross mounts inside a layer, so they would be invisible anyway, and a submount whose
- * filesystem cannot be idmapped would fail the whole tree. Returns the fd, or -1 with err. */
-int idmap_clone(int userns_fd, const char *path, err_t *err);
+ * filesystem cannot be idmapped would fail the whole tree. Where path's filesystem cannot be
+ * idmapped (EINVAL: 9p, NFS, ...), the clone is made without the map and *unmapped set: inside,
+ * what host root owns there is then owned by nobody, so sandbox root can read and run it but not
+ * change it. Returns the fd, or -1 with err. */
+int idmap_clone(int userns_fd, const char *path, bool *unmapped, err_t *err);
 /* Child side: attaches the detached mount tree_fd at the directory dirfd/name, in the caller's
  * mount namespace. Returns 0, or -1 with errno. */
 int idmap_attach(int tree_fd, int dirfd, const char *name);

@@ -188,6 +188,15 @@ struct jail {
     int init_status;            /* as waitpid gives it */
     pid_t keeper_pid;           /* the cleanup keeper, or 0 */
     int keeper_fd;              /* its socket: a byte means "done", EOF means "clean up" */
+    unsigned unmapped_lowers;   /* writable root: JAIL_UNMAPPED_* of lowers shown without idmap */
+};
+
+/* The lowers of a writable root whose filesystem could not be idmapped (idmap.h): their files
+ * are owned by nobody inside, so that sandbox root cannot change them. */
+enum {
+    JAIL_UNMAPPED_TEMPLATE = 1u << 0,
+    JAIL_UNMAPPED_USR = 1u << 1,
+    JAIL_UNMAPPED_DPKG = 1u << 2,
 };
 
 _Static_assert(JAIL_MAX_NAME < sizeof((struct jail *)0)->name, "a name fits in struct jail");

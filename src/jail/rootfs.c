@@ -282,7 +282,9 @@ static void mount_throwaway_root(int ctl, const struct jail_spec *spec, uid_t pa
 enum { LAYER_DISK, LAYER_ROOT, LAYER_USR, LAYER_DPKG };
 static const char *const layer_names[] = {"disk", "lower", "usr", "dpkg"};
 
-static size_t receive_layers(int ctl, const struct jail_spec *spec, int *fds)
+/* Returns the number of layers; *unmapped gets the JAIL_UNMAPPED_* bits of the lowers that came
+ * without an idmap (msg.sig: writable_root.h). */
+static size_t receive_layers(int ctl, const struct jail_spec *spec, int *fds, unsigned *unmapped)
 {
     struct control_msg msg;
     size_t n;
@@ -295,6 +297,7 @@ static size_t receive_layers(int ctl, const struct jail_spec *spec, int *fds)
             close(fds[i]);
         control_die(ctl, EPROTO, "expected the writable root's %zu layers", want);
     }
+    *unmapped = (unsigned)msg.sig;
     return n;
 }
 
@@ -353,6 +356,33 @@ static void check_mount_targets(int ctl, int root_fd)
     }
 }
 
+/* Under a lower shown without an idmap, sandbox root may not copy a directory up (its owner is
+ * nobody inside), so the caller's mount points there could not be made in the overlay. Their
+ * parent directories are made in the upper layer instead, before the overlay is mounted: each
+ * then merges with the lower's, owned by sandbox root. upper is the upper/ directory under the
+ * stage; prefix is where its overlay goes ("/usr"; "" for the root, which takes every mount point
+ * outside skip). Resolved inside upper/ only, which the sandbox may have changed in an earlier
+ * life. */
+static void make_mount_parents(int ctl, const struct jail_spec *spec, int stage, const char *upper,
+                               const char *prefix, const char *skip)
+{
+    int upper_fd = openat(stage, upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (upper_fd < 0)
+        control_die(ctl, errno, "disk layer: open %s", upper);
+    size_t plen = strlen(prefix), slen = strlen(skip);
+    for (size_t i = 0; i < spec->n_mounts; i++) {
+        const char *path = spec->mounts[i].sandbox_path, *leaf;
+        if (strncmp(path, prefix, plen) != 0 || path[plen] != '/' ||
+            (slen && strncmp(path, skip, slen) == 0 && path[slen] == '/'))
+            continue;
+        int parent = inroot_open_parent(upper_fd, path + plen, RESOLVE_NO_XDEV, &leaf);
+        if (parent < 0)
+            control_die(ctl, errno, "disk layer: make the parents of %s", path);
+        close(parent);
+    }
+    close(upper_fd);
+}
+
 /* Mounts an overlay of lower (a directory of the stage) with upper/ and work/ of the disk
  * layer's upper_dir onto the directory target_fd. cwd is the stage. */
 static void mount_layer(int ctl, int target_fd, const char *lower, const char *upper_dir)
@@ -379,7 +409,8 @@ static void mount_writable_root(int ctl, const struct jail_spec *spec, uid_t pay
         control_die(ctl, errno, "open %s", spec->stage_dir);
     make_dir(ctl, stage, "root", 0755, 0);
     int fds[WRITABLE_ROOT_MAX_LAYERS];
-    size_t n = receive_layers(ctl, spec, fds);
+    unsigned unmapped;
+    size_t n = receive_layers(ctl, spec, fds, &unmapped);
     for (size_t i = 0; i < n; i++) {
         make_dir(ctl, stage, layer_names[i], 0755, 0);
         if (idmap_attach(fds[i], stage, layer_names[i]) < 0)
@@ -387,6 +418,10 @@ static void mount_writable_root(int ctl, const struct jail_spec *spec, uid_t pay
         close(fds[i]);
     }
     prepare_disk(ctl, stage, n > LAYER_DPKG, payload_uid);
+    if (unmapped & JAIL_UNMAPPED_TEMPLATE)
+        make_mount_parents(ctl, spec, stage, "disk/root/upper", "", "/usr");
+    if (unmapped & JAIL_UNMAPPED_USR)
+        make_mount_parents(ctl, spec, stage, "disk/usr/upper", "/usr", "");
     int root_fd = open("root", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root_fd < 0)
         control_die(ctl, errno, "open the stage's root");

@@ -424,7 +424,8 @@ static int start_child(const struct jail_spec *spec, struct jail *jail,
         return err_set(err, errno, "send go to sandbox init");
     /* The layers go while the child does its first steps (it takes them when it builds its
      * root, before it joins the cgroups), and before the cgroups, which it reads next. */
-    if ((spec->writable_root && writable_root_send(jail->control_fd, jail->pid, spec, err) < 0) ||
+    if ((spec->writable_root && writable_root_send(jail->control_fd, jail->pid, spec, &jail->unmapped_lowers,
+                                              err) < 0) ||
         send_cgroups(jail, cg_limits, err) < 0) {
         /* The child may have failed first (a missing bind source, a link planted at a writable
          * root's mount point) and closed its end: its own report, already queued on the

@@ -1,6 +1,7 @@
 #include "jail/writable_root.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "jail/control.h"
@@ -15,8 +16,10 @@ static void close_layers(int *fds, size_t n)
             close(fds[i]);
 }
 
-int writable_root_send(int ctl, pid_t pid, const struct jail_spec *spec, err_t *err)
+int writable_root_send(int ctl, pid_t pid, const struct jail_spec *spec, unsigned *unmapped,
+                       err_t *err)
 {
+    *unmapped = 0;
     cleanup_fd int userns = idmap_userns_open(pid, err);
     if (userns < 0)
         return err_wrap(err, "writable root");
@@ -27,11 +30,14 @@ int writable_root_send(int ctl, pid_t pid, const struct jail_spec *spec, err_t *
     if (fds[n++] < 0)
         goto fail;
     for (size_t i = 0; i < sizeof lowers / sizeof lowers[0] && lowers[i]; i++) {
-        fds[n] = idmap_clone(userns, lowers[i], err);
+        bool plain = false;
+        fds[n] = idmap_clone(userns, lowers[i], &plain, err);
         if (fds[n++] < 0)
             goto fail;
+        if (plain)
+            *unmapped |= 1u << i;
     }
-    struct control_msg msg = {.type = CONTROL_LAYERS, .code = (int32_t)n};
+    struct control_msg msg = {.type = CONTROL_LAYERS, .code = (int32_t)n, .sig = (int32_t)*unmapped};
     int rc = control_send_fds(ctl, &msg, fds, n);
     int saved = errno;
     close_layers(fds, n);
@@ -39,4 +45,19 @@ int writable_root_send(int ctl, pid_t pid, const struct jail_spec *spec, err_t *
 fail:
     close_layers(fds, n);
     return err_wrap(err, "writable root");
+}
+
+const char *writable_root_unmapped_note(unsigned unmapped, char *buf, size_t size)
+{
+    static const char *const names[] = {"the template", "/usr", "/var/lib/dpkg"};
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (unmapped & (1u << i) && at < size)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "", names[i]);
+    if (at < size)
+        snprintf(buf + at, size - at,
+                 ": the filesystem cannot be idmapped, so its files are owned by nobody inside "
+                 "and sandbox root cannot change them (reading and running them work)");
+    return buf;
 }

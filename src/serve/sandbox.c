@@ -14,6 +14,7 @@
 
 #include "jail/disk_layer.h"
 #include "jail/record.h"
+#include "jail/writable_root.h"
 #include "serve/agent.h"
 #include "serve/commands.h"
 #include "serve/envd_watch.h"
@@ -472,6 +473,13 @@ static int start_jail(struct sbx *sb, err_t *err)
     if (rc < 0)
         return -1;
     sb->have_jail = true;
+    static unsigned unmapped_said; /* once a daemon: it is the host's, not the sandbox's */
+    if (sb->jail.unmapped_lowers & ~unmapped_said) {
+        unmapped_said |= sb->jail.unmapped_lowers;
+        char note[256];
+        fprintf(stderr, "hutch serve: %s\n",
+                writable_root_unmapped_note(sb->jail.unmapped_lowers, note, sizeof note));
+    }
     if (uv_poll_init(d->loop, &sb->ctl_poll, sb->jail.control_fd) < 0)
         return err_set(err, EINVAL, "poll on the control fd");
     sb->ctl_poll.data = sb;
