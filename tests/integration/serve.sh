@@ -230,11 +230,10 @@ is "$fds_after" "$fds_before" "200 bad requests later the daemon holds as many f
 # --- kill -9 of the daemon, restart ---
 run_in "$A" "$TA" 'echo persisted > /home/user/state.txt' >/dev/null
 # a background command: its stream is left after the start event, as the SDK's background does
-bg_t0=$(date +%s%N)
 bg_pid=$(python3 - "$U" "$A" "$TA" <<'EOF2'
 import sys, json, struct, http.client
 u, sid, tok = sys.argv[1:]
-body = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", "for i in $(seq 1 80); do echo n$i; sleep 0.1; done; exec sleep 60"]}, "stdin": False}).encode()
+body = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", "for i in $(seq 1 80); do echo n$i; sleep 0.1; done"]}, "stdin": False}).encode()
 c = http.client.HTTPConnection(u.split("//")[1], timeout=20)
 c.request("POST", "/process.Process/Start", b"\0" + struct.pack(">I", len(body)) + body,
           {"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "X-Access-Token": tok})
@@ -251,10 +250,9 @@ like "$(grep "sandboxes reopened" "$LOG" | tail -n1)" "2 sandboxes reopened" "..
 is "$(jget "$(body_of "$(api "$U/sandboxes/$A")")" 'd["state"]')" running "the first is running after the restart"
 out=$(run_in "$A" "$TA" 'cat /home/user/state.txt' | stdout_of)
 is "$out" persisted "its files and a new command work after the restart"
-# followed until 9 s after its start (its 80 lines take 8 s), however long the restart took
-follow_ms=$(( 9000 - ($(date +%s%N) - bg_t0) / 1000000 ))
-[ "$follow_ms" -lt 1000 ] && follow_ms=1000
-out=$(ENVD_HEADERS="{\"Connect-Timeout-Ms\":\"$follow_ms\"}" envd_stream "$A" "$TA" Connect "{\"process\":{\"pid\":$bg_pid}}" | stdout_of)
+# followed to its end (its 80 lines take 8 s here, more in the test guest); the timeout only
+# bounds a hang
+out=$(ENVD_HEADERS='{"Connect-Timeout-Ms":"60000"}' envd_stream "$A" "$TA" Connect "{\"process\":{\"pid\":$bg_pid}}" | stdout_of)
 is "$(head -n1 <<<"$out") $(tail -n1 <<<"$out") $(wc -l <<<"$out")" "n1 n80 80" \
     "a background command started before the kill -9 is connected to again: all its output, to its end"
 
