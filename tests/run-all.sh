@@ -52,7 +52,8 @@ account() {
 # missing, one line says so and the rest of the suite runs as before; HUTCH_GUEST=0 skips it by
 # hand. GUEST_LIMIT bounds the whole boot (each test has its own bound in suite.sh).
 GUEST_TESTS=(fixture doctor test_cgroup test_cgroup_cpu test_verdict test_agent test_engine limits cleanup
-    escape_caller escape_counters escape_fs escape_net escape_proc escape_syscalls)
+    escape_caller escape_counters escape_fs escape_net escape_proc escape_syscalls
+    serve serve_lifecycle serve_restart serve_host_zygote)
 run_guest() {
     local names=() n
     for n in "${GUEST_TESTS[@]}"; do [[ guest/$n =~ $filter ]] && names+=("$n"); done
@@ -68,7 +69,7 @@ run_guest() {
     fi
     mkdir -p "$log_dir/guest"
     local boot_log=$log_dir/guest/boot.log t0=$(date +%s.%N)
-    bash tests/guest/guest.sh run -t "${GUEST_LIMIT:-1200}" -- bash tests/guest/suite.sh "${names[@]}" \
+    bash tests/guest/guest.sh run -t "${GUEST_LIMIT:-1800}" -- bash tests/guest/suite.sh "${names[@]}" \
         >"$boot_log" 2>&1
     local rc=$? t1=$(date +%s.%N)
     # Split the output on suite.sh's markers; a test without its end marker did not finish.
