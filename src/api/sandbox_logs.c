@@ -35,15 +35,59 @@ static int take_param(const char *key, const char *value, void *ctx, err_t *err)
     return 0;
 }
 
-int api_logs_query_parse(const char *query, struct api_logs_query *out, err_t *err)
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+static int take_v2_param(const char *key, const char *value, void *ctx, err_t *err)
+{
+    struct api_logs_query *q = ctx;
+    uint64_t n;
+    if (strcmp(key, "cursor") == 0) {
+        if (parse_count(value, 0, 95617584000000ull, &n) < 0)
+            return api_input_error(err, EINVAL, "cursor must be a time in ms since the epoch");
+        q->start_ms = (int64_t)n;
+    } else if (strcmp(key, "direction") == 0) {
+        if (strcmp(value, "forward") != 0 && strcmp(value, "backward") != 0)
+            return api_input_error(err, EINVAL, "direction must be forward or backward");
+        q->backward = value[0] == 'b';
+    } else if (strcmp(key, "level") == 0) {
+        size_t i = 0;
+        while (i < 4 && strcmp(value, level_names[i]) != 0)
+            i++;
+        if (i == 4)
+            return api_input_error(err, EINVAL, "level must be debug, info, warn or error");
+        q->min_level = (enum api_log_level)i;
+    } else if (strcmp(key, "search") == 0) {
+        if (strlen(value) > API_LOGS_SEARCH_MAX)
+            return api_input_error(err, EINVAL, "search is longer than %d bytes",
+                                   API_LOGS_SEARCH_MAX);
+        snprintf(q->search, sizeof q->search, "%s", value);
+    } else if (strcmp(key, "limit") == 0 || strcmp(key, "nextToken") == 0) {
+        return take_param(key, value, ctx, err);
+    }
+    return 0;
+}
+
+static int parse_with(const char *query, struct api_logs_query *out,
+                      int (*take)(const char *, const char *, void *, err_t *), err_t *err)
 {
     memset(out, 0, sizeof *out);
     out->limit = API_LOGS_LIMIT_DEFAULT;
-    if (api_query_each(query, 64, 64, "query", take_param, out, err) < 0) {
+    out->min_level = API_LOG_DEBUG;
+    if (api_query_each(query, 64, API_LOGS_SEARCH_MAX, "query", take, out, err) < 0) {
         memset(out, 0, sizeof *out);
         return -1;
     }
     return 0;
+}
+
+int api_logs_query_parse(const char *query, struct api_logs_query *out, err_t *err)
+{
+    return parse_with(query, out, take_param, err);
+}
+
+int api_logs_v2_query_parse(const char *query, struct api_logs_query *out, err_t *err)
+{
+    return parse_with(query, out, take_v2_param, err);
 }
 
 /* ---------- lines ---------- */
@@ -170,23 +214,24 @@ static json_t *entry_fields(const struct store_event *ev)
     return f;
 }
 
-static const char *level_of(const struct store_event *ev)
+static enum api_log_level level_of(const struct store_event *ev)
 {
     if (strcmp(ev->kind, "failed") == 0)
-        return "error";
-    const char *level = "info";
+        return API_LOG_ERROR;
+    enum api_log_level level = API_LOG_INFO;
     json_t *d = ev->detail ? json_loads(ev->detail, 0, NULL) : NULL;
     if (strcmp(ev->kind, "command_ended") == 0 && field_u64(d, "oomKills") > 0)
-        level = "warn";
+        level = API_LOG_WARN;
     json_decref(d);
     return level;
 }
 
-int api_logs_add(struct api_logs *l, const struct store_event *ev, err_t *err)
+/* raw: the event's line as api_log_line made it (the filters look at the same text). */
+static int add_line(struct api_logs *l, const struct store_event *ev, const char *raw,
+                    enum api_log_level level, err_t *err)
 {
-    char when[32], raw[1024];
+    char when[32];
     api_time_format(ev->at_ms, when);
-    api_log_line(ev, raw, sizeof raw);
     /* a line cut inside a character (or a command line that was never UTF-8) is still one
      * entry: U+FFFD where its bytes are not UTF-8 */
     size_t n;
@@ -194,7 +239,7 @@ int api_logs_add(struct api_logs *l, const struct store_event *ev, err_t *err)
     if (!line)
         return err_set(err, ENOMEM, "logs");
     json_t *log = json_pack("{s:s, s:s%}", "timestamp", when, "line", line, n);
-    json_t *entry = json_pack("{s:s, s:s, s:s%, s:o}", "timestamp", when, "level", level_of(ev),
+    json_t *entry = json_pack("{s:s, s:s, s:s%, s:o}", "timestamp", when, "level", level_names[level],
                               "message", line, n, "fields", entry_fields(ev));
     free(line);
     if (!log || !entry) {
@@ -215,6 +260,31 @@ int api_logs_add(struct api_logs *l, const struct store_event *ev, err_t *err)
     return 0;
 }
 
+int api_logs_add(struct api_logs *l, const struct store_event *ev, err_t *err)
+{
+    char raw[1024];
+    api_log_line(ev, raw, sizeof raw);
+    return add_line(l, ev, raw, level_of(ev), err);
+}
+
+int api_logs_offer(struct api_logs *l, const struct api_logs_query *q, const struct store_event *ev,
+                   err_t *err)
+{
+    enum api_log_level level = level_of(ev);
+    char raw[1024];
+    api_log_line(ev, raw, sizeof raw);
+    /* E2B's search is a case-sensitive substring of the message; a message that is not UTF-8 is
+     * matched as it is stored, before U+FFFD stands in for its bad bytes */
+    if (level < q->min_level || (q->search[0] && !strstr(raw, q->search)))
+        return 0;
+    return add_line(l, ev, raw, level, err) < 0 ? -1 : 1;
+}
+
+size_t api_logs_count(const struct api_logs *l)
+{
+    return json_array_size(l->entries);
+}
+
 int64_t api_logs_last_seq(const struct api_logs *l)
 {
     return l->last_seq;
@@ -223,6 +293,16 @@ int64_t api_logs_last_seq(const struct api_logs *l)
 char *api_logs_json(const struct api_logs *l, err_t *err)
 {
     json_t *page = json_pack("{s:O, s:O}", "logs", l->logs, "logEntries", l->entries);
+    char *s = page ? json_dumps(page, JSON_COMPACT) : NULL;
+    json_decref(page);
+    if (!s)
+        err_set(err, ENOMEM, "logs");
+    return s;
+}
+
+char *api_logs_v2_json(const struct api_logs *l, err_t *err)
+{
+    json_t *page = json_pack("{s:O}", "logs", l->entries);
     char *s = page ? json_dumps(page, JSON_COMPACT) : NULL;
     json_decref(page);
     if (!s)

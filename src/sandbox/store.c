@@ -685,26 +685,42 @@ int store_metric_list(struct store *st, const char *id, struct store_metric *out
     return (int)n;
 }
 
+struct event_list {
+    size_t limit, n;
+    void (*cb)(const struct store_event *ev, void *ctx);
+    void *ctx;
+};
+
+static int list_one(const struct store_event *ev, void *ctx)
+{
+    struct event_list *l = ctx;
+    l->cb(ev, l->ctx);
+    return l->limit && ++l->n >= l->limit;
+}
+
 int store_event_list(struct store *st, const char *id, int64_t after_seq, size_t limit,
                      void (*cb)(const struct store_event *ev, void *ctx), void *ctx, err_t *err)
 {
-    return store_event_page(st, id, after_seq, INT64_MIN, limit, cb, ctx, err);
+    struct event_list l = {.limit = limit, .cb = cb, .ctx = ctx};
+    return store_event_scan(st, id, &(struct store_event_range){.from_seq = after_seq}, list_one,
+                            &l, err);
 }
 
-int store_event_page(struct store *st, const char *id, int64_t after_seq, int64_t since_ms,
-                     size_t limit, void (*cb)(const struct store_event *ev, void *ctx), void *ctx,
-                     err_t *err)
+int store_event_scan(struct store *st, const char *id, const struct store_event_range *r,
+                     int (*cb)(const struct store_event *ev, void *ctx), void *ctx, err_t *err)
 {
     sqlite3_stmt *s = prepare(st,
-                              "SELECT seq, at_ms, kind, detail FROM events WHERE sandbox_id = ? "
-                              "AND seq > ? AND at_ms >= ? ORDER BY seq LIMIT ?",
+                              r->backward
+                                  ? "SELECT seq, at_ms, kind, detail FROM events WHERE sandbox_id = ? "
+                                    "AND seq < ? AND at_ms <= ? ORDER BY seq DESC"
+                                  : "SELECT seq, at_ms, kind, detail FROM events WHERE sandbox_id = ? "
+                                    "AND seq > ? AND at_ms >= ? ORDER BY seq",
                               err);
     if (!s)
         return -1;
     sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, after_seq);
-    sqlite3_bind_int64(s, 3, since_ms);
-    sqlite3_bind_int64(s, 4, limit ? (int64_t)limit : -1);
+    sqlite3_bind_int64(s, 2, r->backward && r->from_seq <= 0 ? INT64_MAX : r->from_seq);
+    sqlite3_bind_int64(s, 3, r->backward && r->at_ms <= 0 ? INT64_MAX : r->at_ms);
     int n = 0, rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_event ev = {
@@ -713,8 +729,11 @@ int store_event_page(struct store *st, const char *id, int64_t after_seq, int64_
             .kind = (const char *)sqlite3_column_text(s, 2),
             .detail = (const char *)sqlite3_column_text(s, 3),
         };
-        cb(&ev, ctx);
         n++;
+        if (cb(&ev, ctx)) {
+            rc = SQLITE_DONE;
+            break;
+        }
     }
     if (rc != SQLITE_DONE)
         n = db_fail(st, err, "list events");

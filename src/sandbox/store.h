@@ -106,11 +106,17 @@ int store_event_add(struct store *st, const char *id, const char *kind, const ch
 /* Calls cb with id's events after seq after_seq (0: all), oldest first, at most limit (0: all). */
 int store_event_list(struct store *st, const char *id, int64_t after_seq, size_t limit,
                      void (*cb)(const struct store_event *ev, void *ctx), void *ctx, err_t *err);
-/* The same from the first event at or after since_ms (wall clock) whose seq is above after_seq:
- * a page of the log (GET /sandboxes/{id}/logs). */
-int store_event_page(struct store *st, const char *id, int64_t after_seq, int64_t since_ms,
-                     size_t limit, void (*cb)(const struct store_event *ev, void *ctx), void *ctx,
-                     err_t *err);
+/* Where a scan of a log starts and which way it goes: a page of the log (GET /sandboxes/{id}/logs
+ * and /v2/sandboxes/{id}/logs). */
+struct store_event_range {
+    bool backward;     /* newest first: seq below from_seq, at_ms at most at_ms */
+    int64_t from_seq;  /* forward: seq above it (0: from the first); backward: below it (0: none) */
+    int64_t at_ms;     /* forward: at_ms at least it; backward: at most it (0: no bound) */
+};
+/* Calls cb with id's events in r's order until cb returns non-zero or they end. Returns how many
+ * cb was called with, or -1 with err. */
+int store_event_scan(struct store *st, const char *id, const struct store_event_range *r,
+                     int (*cb)(const struct store_event *ev, void *ctx), void *ctx, err_t *err);
 
 /* One metrics sample of a sandbox (src/serve/metrics.h says what each figure is). */
 struct store_metric {

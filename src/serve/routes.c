@@ -43,6 +43,7 @@ struct call {
     struct store_sandbox row; /* create's */
     int status_ok;            /* connect's 200 or 201 */
     struct api_connect connect;
+    bool v2; /* the path began with v2/ (normalize) */
 };
 
 static void call_free(struct call *c)
@@ -525,19 +526,31 @@ static void handle_metrics_list(struct call *c)
 
 /* ---------- logs ---------- */
 
-static void log_event(const struct store_event *ev, void *ctx)
-{
+struct log_page {
+    struct api_logs *l;
+    const struct api_logs_query *q;
     err_t err;
-    api_logs_add(ctx, ev, &err); /* no memory: the page is short, and says so by its token */
+    bool failed;
+};
+
+static int log_event(const struct store_event *ev, void *ctx)
+{
+    struct log_page *p = ctx;
+    if (api_logs_offer(p->l, p->q, ev, &p->err) < 0) {
+        p->failed = true;
+        return 1;
+    }
+    return api_logs_count(p->l) >= p->q->limit;
 }
 
-/* A sandbox's event log, live or ended (the log is most read after the end: why it ended). */
+/* A sandbox's event log, live or ended (the log is most read after the end: why it ended): v1's
+ * SandboxLogs from start, or v2's entries from cursor either way, filtered by level and search. */
 static void handle_logs(struct call *c)
 {
     err_t err;
     struct api_logs_query q;
     struct store_sandbox row = {0};
-    if (api_logs_query_parse(c->query, &q, &err) < 0) {
+    if ((c->v2 ? api_logs_v2_query_parse : api_logs_query_parse)(c->query, &q, &err) < 0) {
         respond_err(c, 400, &err);
         return;
     }
@@ -549,22 +562,27 @@ static void handle_logs(struct call *c)
         return;
     }
     store_sandbox_free_fields(&row);
-    struct api_logs *l = api_logs_new();
-    int n = l ? store_event_page(c->d->store, c->segs[1], q.after_seq, q.start_ms, q.limit,
-                                 log_event, l, &err)
-              : err_set(&err, ENOMEM, "logs");
-    char *body = n >= 0 ? api_logs_json(l, &err) : NULL;
+    struct log_page p = {.l = api_logs_new(), .q = &q};
+    struct store_event_range r = {
+        .backward = q.backward, .from_seq = q.after_seq, .at_ms = q.start_ms};
+    int n = p.l ? store_event_scan(c->d->store, c->segs[1], &r, log_event, &p, &err)
+                : err_set(&err, ENOMEM, "logs");
+    if (p.failed) {
+        err = p.err;
+        n = -1;
+    }
+    char *body = n < 0 ? NULL : c->v2 ? api_logs_v2_json(p.l, &err) : api_logs_json(p.l, &err);
     if (!body) {
         respond_err(c, 500, &err);
     } else {
-        /* a full page may have a next one: it starts after this one's last event */
+        /* a full page may have a next one: it starts after (backward: before) its last event */
         char token[24];
-        snprintf(token, sizeof token, "%lld", (long long)api_logs_last_seq(l));
+        snprintf(token, sizeof token, "%lld", (long long)api_logs_last_seq(p.l));
         struct http_header h[2] = {{"Content-Type", "application/json"}, {"X-Next-Token", token}};
-        http_respond(c->x, 200, h, (size_t)n == q.limit ? 2 : 1, body, strlen(body));
+        http_respond(c->x, 200, h, api_logs_count(p.l) == q.limit ? 2 : 1, body, strlen(body));
     }
     free(body);
-    api_logs_free(l);
+    api_logs_free(p.l);
 }
 
 static void handle_alias(struct call *c)
@@ -603,6 +621,7 @@ static const struct route routes[] = {
     {"POST", {"sandboxes", "*", "resume"}, handle_connect, true},
     {"POST", {"v2", "sandboxes", "*", "connect"}, handle_connect, true},
     {"GET", {"sandboxes", "*", "logs"}, handle_logs, false},
+    {"GET", {"v2", "sandboxes", "*", "logs"}, handle_logs, false}, /* c->v2: v2's query, shape */
     {"GET", {"templates", "aliases", "*"}, handle_alias, false},
 };
 
@@ -670,6 +689,7 @@ static const struct http_body_callbacks body_callbacks = {on_body_data, on_body_
 static void normalize(struct call *c)
 {
     if (c->n_segs >= 3 && strcmp(c->segs[0], "v2") == 0) {
+        c->v2 = true;
         for (size_t i = 0; i + 1 < c->n_segs; i++)
             memcpy(c->segs[i], c->segs[i + 1], sizeof c->segs[i]);
         c->n_segs--;

@@ -238,6 +238,29 @@ for bad in limit=0 limit=1001 limit=x start=-1 nextToken=abc; do
     is "$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-KEY: $KEY" "$U/sandboxes/$A/logs?$bad")" 400 "logs?$bad: 400"
 done
 is "$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-KEY: $KEY" "$U/sandboxes/nosuchsandbox/logs")" 404 "logs of an unknown sandbox: 404"
+# v2: E2B's SandboxLogsV2Response, cursor either way, level, search
+v2=$(curl -s -H "X-API-KEY: $KEY" "$U/v2/sandboxes/$A/logs")
+is "$(jget "$v2" 'list(d.keys()) == ["logs"] and sorted(d["logs"][0].keys()) == ["fields","level","message","timestamp"] and d["logs"][0]["message"]')" "sandbox created" \
+    "GET /v2/sandboxes/ID/logs: {logs:[{timestamp,level,message,fields}]}, oldest first"
+is "$(jget "$v2" 'len(d["logs"])')" "$total" "... every entry"
+back=$(curl -s -H "X-API-KEY: $KEY" "$U/v2/sandboxes/$A/logs?direction=backward&limit=2")
+is "$(jget "$back" '[e["message"] for e in d["logs"]]')" "$(jget "$v2" '[e["message"] for e in d["logs"]][::-1][:2]')" \
+    "direction=backward&limit=2: the newest two, newest first"
+# the third entry's time T: backward from T ends with it, forward from T starts with it
+T=$(jget "$v2" 'd["logs"][2]["timestamp"]')
+mid=$(python3 -c 'import datetime,sys; print(int(datetime.datetime.fromisoformat(sys.argv[1].replace("Z","+00:00")).timestamp()*1000))' "$T")
+is "$(jget "$(curl -s -H "X-API-KEY: $KEY" "$U/v2/sandboxes/$A/logs?direction=backward&cursor=$mid")" "[d['logs'][0]['timestamp'] == '$T', all(e['timestamp'] <= '$T' for e in d['logs'])]")" "[True, True]" \
+    "direction=backward&cursor=T: the entries at or before T, newest first"
+is "$(jget "$(curl -s -H "X-API-KEY: $KEY" "$U/v2/sandboxes/$A/logs?cursor=$mid")" "[d['logs'][0]['timestamp'] == '$T', all(e['timestamp'] >= '$T' for e in d['logs'])]")" "[True, True]" \
+    "cursor=T: the entries at or after T, oldest first"
+want_found=$(jget "$v2" 'sum("killed by signal" in e["message"] for e in d["logs"])')
+is "$(jget "$(curl -s -H "X-API-KEY: $KEY" "$U/v2/sandboxes/$A/logs?search=killed+by+signal")" 'str(len(d["logs"])) + " " + str(all("killed by signal" in e["message"] for e in d["logs"]))')" "$want_found True" \
+    "search: only the entries whose message holds it ($want_found)"
+is "$(jget "$(curl -s -H "X-API-KEY: $KEY" "$U/v2/sandboxes/$A/logs?level=error")" 'len(d["logs"])')" 0 "level=error: none in a sandbox that did not fail"
+for bad in direction=up level=fatal cursor=x limit=0; do
+    is "$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-KEY: $KEY" "$U/v2/sandboxes/$A/logs?$bad")" 400 "v2 logs?$bad: 400"
+done
+is "$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-KEY: $KEY" "$U/v2/sandboxes/nosuchsandbox/logs")" 404 "v2 logs of an unknown sandbox: 404"
 is "$(curl -s -o /dev/null -w '%{http_code}' "$U/sandboxes/$A/logs")" 401 "logs over TCP without the key: 401"
 
 # the create body's resource fields, bounded

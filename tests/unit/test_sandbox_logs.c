@@ -132,11 +132,84 @@ static void page(void)
     api_logs_free(l);
 }
 
+/* v2: E2B's cursor, direction, level, search, and the same limit and nextToken. */
+static void v2_queries(void)
+{
+    struct api_logs_query q;
+    err_t err = {0};
+    ok(api_logs_v2_query_parse("", &q, &err) == 0 && q.limit == API_LOGS_LIMIT_DEFAULT &&
+           q.start_ms == 0 && !q.backward && q.min_level == API_LOG_DEBUG && q.search[0] == 0,
+       "v2, no query: forward from the first, every level, no search");
+    ok(api_logs_v2_query_parse("cursor=1764870000000&direction=backward&level=warn&limit=5&"
+                               "search=exit+code%203&nextToken=7",
+                               &q, &err) == 0 &&
+           q.start_ms == 1764870000000 && q.backward && q.min_level == API_LOG_WARN &&
+           q.limit == 5 && q.after_seq == 7 && strcmp(q.search, "exit code 3") == 0,
+       "v2: cursor, direction, level, limit, search (decoded), nextToken");
+    ok(api_logs_v2_query_parse("start=5", &q, &err) == 0 && q.start_ms == 0,
+       "v2 ignores v1's start (its name is cursor)");
+    char long_search[400] = "search=";
+    memset(long_search + 7, 'a', API_LOGS_SEARCH_MAX + 1);
+    const char *bad[] = {"direction=up", "level=fatal", "level=", "cursor=-1", "cursor=x",
+                         "limit=0",      "limit=1001",  long_search};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err_clear(&err);
+        ok(api_logs_v2_query_parse(bad[i], &q, &err) < 0 && err.msg[0] && q.limit == 0,
+           "v2: %.40s refused (%s)", bad[i], err.msg);
+    }
+}
+
+static void v2_filters(void)
+{
+    struct api_logs_query q;
+    err_t err = {0};
+    struct store_event ok_end = {.seq = 1,
+                                 .at_ms = 1,
+                                 .kind = "command_ended",
+                                 .detail = "{\"pid\":4,\"exitCode\":3,\"durationMs\":5}"};
+    struct store_event oom = {.seq = 2,
+                              .at_ms = 2,
+                              .kind = "command_ended",
+                              .detail = "{\"pid\":5,\"exitCode\":137,\"oomKills\":1}"};
+    struct store_event failed = {
+        .seq = 3, .at_ms = 3, .kind = "failed", .detail = "{\"reason\":\"timeout\"}"};
+    api_logs_v2_query_parse("level=warn", &q, &err);
+    struct api_logs *l = api_logs_new();
+    ok(api_logs_offer(l, &q, &ok_end, &err) == 0 && api_logs_offer(l, &q, &oom, &err) == 1 &&
+           api_logs_offer(l, &q, &failed, &err) == 1 && api_logs_count(l) == 2,
+       "level=warn: an info entry left out, warn and error kept");
+    char *s = api_logs_v2_json(l, &err);
+    json_t *j = s ? json_loads(s, 0, NULL) : NULL;
+    json_t *logs = json_object_get(j, "logs"), *e0 = json_array_get(logs, 0);
+    ok(json_object_size(j) == 1 && json_array_size(logs) == 2,
+       "v2's page: {\"logs\": [two entries]} and nothing else");
+    ok(json_is_string(json_object_get(e0, "timestamp")) &&
+           json_is_string(json_object_get(e0, "message")) &&
+           json_is_object(json_object_get(e0, "fields")) &&
+           strcmp(json_string_value(json_object_get(e0, "level")), "warn") == 0,
+       "... each entry E2B's SandboxLogEntry: timestamp, level, message, fields");
+    json_decref(j);
+    free(s);
+    api_logs_free(l);
+    api_logs_v2_query_parse("search=exit+code+3", &q, &err);
+    l = api_logs_new();
+    ok(api_logs_offer(l, &q, &ok_end, &err) == 1 && api_logs_offer(l, &q, &oom, &err) == 0 &&
+           api_logs_offer(l, &q, &failed, &err) == 0,
+       "search: only the message that holds it");
+    api_logs_free(l);
+    api_logs_v2_query_parse("search=Exit", &q, &err);
+    l = api_logs_new();
+    ok(api_logs_offer(l, &q, &ok_end, &err) == 0, "search is case-sensitive, as E2B's");
+    api_logs_free(l);
+}
+
 int main(void)
 {
     queries();
     lines();
     page();
+    v2_queries();
+    v2_filters();
     printf("1..%d\n", tap_count);
     return tap_failed ? 1 : 0;
 }

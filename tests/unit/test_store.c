@@ -84,6 +84,21 @@ static void collect_event(const struct store_event *ev, void *ctx)
         snprintf(c->kinds[c->n++], sizeof c->kinds[0], "%s", ev->kind);
 }
 
+struct scanned {
+    struct collected c;
+    int64_t seqs[64];
+    size_t stop_after;
+};
+
+static int scan_event(const struct store_event *ev, void *ctx)
+{
+    struct scanned *s = ctx;
+    if (s->c.n < 64)
+        s->seqs[s->c.n] = ev->seq;
+    collect_event(ev, &s->c);
+    return s->c.n >= s->stop_after;
+}
+
 static const char *joined(const struct collected *c, bool kinds)
 {
     static char out[2048];
@@ -174,6 +189,35 @@ static void sandboxes(struct store *st)
     ok(store_event_list(st, "sb-a", 0, 0, collect_event, &c, &err) == 6, "6 events");
     is_str(joined(&c, true), "created,started,paused,resumed,timed_out,command_ended",
            "created, each transition's, then the added one, in order");
+    c.n = 0;
+    ok(store_event_list(st, "sb-a", 0, 2, collect_event, &c, &err) == 2 &&
+           strcmp(joined(&c, true), "created,started") == 0,
+       "a list of at most 2: the first two");
+
+    /* a scan either way, from a seq and a time (the logs' pages) */
+    struct scanned sc = {.stop_after = 100};
+    ok(store_event_scan(st, "sb-a", &(struct store_event_range){.backward = true}, scan_event, &sc,
+                        &err) == 6 &&
+           strcmp(joined(&sc.c, true), "command_ended,timed_out,resumed,paused,started,created") == 0,
+       "backward from the end: newest first");
+    int64_t third = sc.seqs[3]; /* paused */
+    sc = (struct scanned){.stop_after = 100};
+    store_event_scan(st, "sb-a", &(struct store_event_range){.backward = true, .from_seq = third},
+                     scan_event, &sc, &err);
+    is_str(joined(&sc.c, true), "started,created", "backward below a seq");
+    sc = (struct scanned){.stop_after = 100};
+    store_event_scan(st, "sb-a", &(struct store_event_range){.from_seq = third}, scan_event, &sc,
+                     &err);
+    is_str(joined(&sc.c, true), "resumed,timed_out,command_ended", "forward above a seq");
+    sc = (struct scanned){.stop_after = 2};
+    ok(store_event_scan(st, "sb-a", &(struct store_event_range){0}, scan_event, &sc, &err) == 2,
+       "the callback stops the scan");
+    sc = (struct scanned){.stop_after = 100};
+    ok(store_event_scan(st, "sb-a", &(struct store_event_range){.at_ms = INT64_MAX}, scan_event, &sc,
+                        &err) == 0 &&
+           store_event_scan(st, "sb-a", &(struct store_event_range){.backward = true, .at_ms = 1},
+                            scan_event, &sc, &err) == 0,
+       "forward from after the last event, backward from before the first: none");
 }
 
 static void lists(struct store *st)
