@@ -101,12 +101,49 @@ def receive(conn):
     return os.fsdecode(parts[0]), env, fds
 
 
+def matplotlib_again(env):
+    """matplotlib read its configuration when the zygote imported it, from the zygote's
+    environment: a fork takes it again from its own, as a kernel that imported it cold would.
+    Its config and cache directories (MPLCONFIGDIR, else XDG's or HOME's), the user's style
+    sheets there, and the first matplotlibrc of matplotlib's own order (the cwd's, MATPLOTLIBRC's,
+    the config directory's) over the defaults the zygote read; the kernel's backend stays."""
+    mpl = sys.modules.get("matplotlib")
+    if mpl is None:
+        return
+    home = env.get("HOME") or "/"
+
+    def xdg(var, default):
+        return os.path.join(env.get(var) or os.path.join(home, default), "matplotlib")
+
+    configdir = env.get("MPLCONFIGDIR") or xdg("XDG_CONFIG_HOME", ".config")
+    cachedir = env.get("MPLCONFIGDIR") or xdg("XDG_CACHE_HOME", ".cache")
+    mpl.get_configdir = lambda: configdir
+    mpl.get_cachedir = lambda: cachedir
+    style = sys.modules.get("matplotlib.style.core")
+    if style is not None:
+        style.USER_LIBRARY_PATHS[:] = [os.path.join(configdir, "stylelib")]
+        style.reload_library()
+    rc = env.get("MATPLOTLIBRC")
+    if rc and os.path.isdir(rc):
+        rc = os.path.join(rc, "matplotlibrc")
+    for fname in (os.path.join(os.getcwd(), "matplotlibrc"), rc,
+                  os.path.join(configdir, "matplotlibrc")):
+        if fname and os.path.isfile(fname):
+            backend = mpl.rcParams["backend"]
+            mpl.rcParams.update(mpl.rc_params_from_file(fname, fail_on_error=False,
+                                                        use_default_template=False))
+            if not env.get("MPLBACKEND"):
+                mpl.rcParams["backend"] = backend
+            break
+
+
 def take_environment(env):
-    """In a fork: the command's environment as its own (and what Python takes from it at a start),
-    and randomness of its own, so that two kernels do not draw the same numbers."""
+    """In a fork: the command's environment as its own (and what Python and matplotlib take from
+    it at a start), and randomness of its own, so that two kernels do not draw the same numbers."""
     os.environ.clear()
     os.environ.update(env)
     startup_again(env)
+    matplotlib_again(env)
     import random
     random.seed()
     numpy = sys.modules.get("numpy")

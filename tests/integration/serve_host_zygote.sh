@@ -250,6 +250,17 @@ ctx=$(curl -s -m 60 -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" -H "X-A
 ctx_id=$(jfield "$ctx" id)
 like "$(c_exec "{\"code\":\"import sys, hutch_user_mod; (hutch_user_mod.X, [p for p in sys.path if p.endswith('-packages')][0].startswith('/home/user/'))\",\"context_id\":\"$ctx_id\"}")" \
     '"text":"\(7, True\)"' "a new context imports what the user installed in its site-packages, ahead of the system's"
+# matplotlib's configuration from the sandbox user's HOME, as a kernel importing it cold reads it
+# (the zygote imported it with its own): a matplotlibrc, a style sheet, the config directory
+backend0=$(c_exec '{"code":"import matplotlib; matplotlib.get_backend()"}' | grep -o '"text":"[^"]*"')
+c_exec '{"code":"import os; d = os.path.expanduser(\"~/.config/matplotlib\"); os.makedirs(d + \"/stylelib\", exist_ok=True); open(d + \"/matplotlibrc\", \"w\").write(\"lines.linewidth: 7\\nbackend: TkAgg\\n\"); open(d + \"/stylelib/hutchstyle.mplstyle\", \"w\").write(\"axes.grid: True\\n\")"}' >/dev/null
+ctx=$(curl -s -m 60 -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" -H "X-Access-Token: $C_TOKEN" -d '{"language":"python"}' "$U/contexts")
+ctx_id=$(jfield "$ctx" id)
+like "$(c_exec "{\"code\":\"import matplotlib as mpl, matplotlib.pyplot as plt; (mpl.rcParams['lines.linewidth'], 'hutchstyle' in plt.style.available, mpl.get_configdir())\",\"context_id\":\"$ctx_id\"}")" \
+    '"text":"\(7\.0, True, '"'"'/home/user/\.config/matplotlib'"'"'\)"' \
+    "a new context reads the user's matplotlibrc and style sheets from its HOME"
+is "$(c_exec "{\"code\":\"import matplotlib; matplotlib.get_backend()\",\"context_id\":\"$ctx_id\"}" | grep -o '"text":"[^"]*"')" "$backend0" \
+    "... and keeps the kernel's backend ($backend0), not the rc's TkAgg"
 t0=$(now_ms)
 c_exec '{"code":"import time; time.sleep(30)"}' 2 >/dev/null
 like "$(c_exec '{"code":"x"}' 20)" '"text":"41"' "... and the new daemon interrupts its kernel (a client gone away), the state kept"
