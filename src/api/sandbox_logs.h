@@ -1,10 +1,10 @@
-/* GET /sandboxes/{id}/logs and /v2/sandboxes/{id}/logs: a sandbox's event log (src/sandbox/store.h) in E2B's SandboxLogs
- * shape, {"logs":[{timestamp, line}], "logEntries":[{timestamp, level, message, fields}]}, one
- * entry per event (created, started, commands started and ended with their exit code, duration,
- * CPU and peak memory, paused, resumed, killed or failed and why). The query is E2B's (start:
- * ms since the epoch, the first entry's time at the earliest; limit) and hutch's nextToken (the
- * X-Next-Token of the previous page: paging stays exact when events share a millisecond).
- * Pure functions: the daemon reads the store and hands each event here. */
+/* GET /sandboxes/{id}/logs and /v2/sandboxes/{id}/logs: a sandbox's event log (src/sandbox/store.h)
+ * in E2B's SandboxLogs shape, {"logs":[{timestamp, line}], "logEntries":[{timestamp, level,
+ * message, fields}]}, one entry per event (created, started, commands started and ended with their
+ * exit code, duration, CPU and peak memory, paused, resumed, killed or failed and why). The query
+ * is E2B's (start: ms since the epoch, the first entry's time at the earliest; limit) and hutch's
+ * nextToken (the X-Next-Token of the previous page: paging stays exact when events share a
+ * millisecond). Pure functions: the daemon reads the store and hands each event here. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

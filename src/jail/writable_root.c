@@ -37,7 +37,8 @@ int writable_root_send(int ctl, pid_t pid, const struct jail_spec *spec, unsigne
         if (plain)
             *unmapped |= 1u << i;
     }
-    struct control_msg msg = {.type = CONTROL_LAYERS, .code = (int32_t)n, .sig = (int32_t)*unmapped};
+    struct control_msg msg = {
+        .type = CONTROL_LAYERS, .code = (int32_t)n, .sig = (int32_t)*unmapped};
     int rc = control_send_fds(ctl, &msg, fds, n);
     int saved = errno;
     close_layers(fds, n);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api/auth.h"
+#include "api/conditional.h"
 #include "api/connect_rpc.h"
 #include "api/envd_files.h"
 #include "api/gzip_body.h"
@@ -65,6 +66,9 @@ struct fcall {
     char destination[ENVD_PATH_MAX + 1];
     /* download */
     char range[ENVD_RANGE_HEADER_MAX + 1]; /* its Range header, "" for none (or one ignored) */
+    /* its preconditions (conditional.h): If-Match, If-Unmodified-Since, If-None-Match,
+     * If-Modified-Since, If-Range; NULL where absent (or too long: ignored) */
+    char *cond[5];
     int read_fd;
     uint64_t left;
     bool waiting_drain;
@@ -89,6 +93,8 @@ static void fcall_free(struct fcall *f)
     if (f->sb && sbx_find(f->d, f->sandbox_id) == f->sb)
         agent_cancel(f->sb, f);
     free(f->body);
+    for (size_t i = 0; i < sizeof f->cond / sizeof f->cond[0]; i++)
+        free(f->cond[i]);
     free(f->entries);
     for (size_t i = 0; i < f->n_strings; i++)
         free(f->strings[i]);
@@ -455,12 +461,33 @@ static void on_read_opened(struct sbx *sb, struct jail_agent_msg *m, const char 
     m->files.fd = -1;
     uint64_t size = m->files.file.size, first = 0;
     f->left = size;
+    struct cond_validators v;
+    cond_validators_make(size, m->files.file.mtime_ns, &v);
     char content_range[80];
-    struct http_header h[4] = {{"Content-Type", "application/octet-stream"},
-                               {"Accept-Ranges", "bytes"}};
-    size_t n = 2;
-    int status = 200;
-    switch (envd_range_parse(f->range[0] ? f->range : NULL, size, &first, &f->left)) {
+    struct http_header h[6] = {{"Content-Type", "application/octet-stream"},
+                               {"Accept-Ranges", "bytes"},
+                               {"ETag", v.etag},
+                               {"Last-Modified", v.last_modified}};
+    size_t n = v.last_modified[0] ? 4 : 3;
+    int status = cond_evaluate(&v, &(struct cond_request){.if_match = f->cond[0],
+                                                          .if_unmodified_since = f->cond[1],
+                                                          .if_none_match = f->cond[2],
+                                                          .if_modified_since = f->cond[3]});
+    if (status == 304) { /* the validators, no body */
+        f->responded = true;
+        http_respond(f->x, 304, h + 2, n - 2, NULL, 0);
+        return;
+    }
+    if (status == 412) {
+        f->responded = true;
+        http_respond_error(f->x, 412,
+                           "the file does not meet the request's preconditions "
+                           "(If-Match or If-Unmodified-Since)");
+        return;
+    }
+    status = 200;
+    const char *range = f->range[0] && cond_if_range(&v, f->cond[4]) ? f->range : NULL;
+    switch (envd_range_parse(range, size, &first, &f->left)) {
     case ENVD_RANGE_UNSATISFIABLE:
         snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)size);
         h[n++] = (struct http_header){"Content-Range", content_range};
@@ -1038,11 +1065,19 @@ void envd_files_http_route(struct serve *d, struct sbx *sb, struct http_exchange
             reply_error(f, ENOMEM, err.msg);
             return;
         }
-        /* One range, unless If-Range asks for a check of a validator that no answer here has */
+        /* One range (If-Range checked once the file's validators are known) */
         const char *range = http_request_header(req, "Range");
-        if (range && !http_request_header(req, "If-Range") &&
-            strlen(range) <= ENVD_RANGE_HEADER_MAX)
+        if (range && strlen(range) <= ENVD_RANGE_HEADER_MAX)
             snprintf(f->range, sizeof f->range, "%s", range);
+        static const char *const cond_names[] = {"If-Match", "If-Unmodified-Since", "If-None-Match",
+                                                 "If-Modified-Since", "If-Range"};
+        for (size_t i = 0; i < 5; i++) {
+            const char *value = http_request_header(req, cond_names[i]);
+            if (value && strlen(value) <= COND_HEADER_MAX && !(f->cond[i] = strdup(value))) {
+                reply_error(f, ENOMEM, "the request's preconditions");
+                return;
+            }
+        }
         struct proto_file_request r = {.type = PROTO_FILE_READ, .path = abs, .as_root = f->as_root};
         send_request(f, &r, f, on_read_opened, NULL);
         return;

@@ -1,8 +1,9 @@
 /* The logs query and the event lines (src/api/sandbox_logs.h). The first byte picks: even, the
- * rest is a query (to its first NUL); odd, an event: its kind to the first NUL, the detail after
- * it (what the store holds is the daemon's own, but a line never trusts it). Checked: a query
- * either parses within its bounds or fails with EINVAL and a message, cleared; a line always
- * fits and is a string; a page of the event is JSON with its one entry, every field a string. */
+ * rest is a query (to its first NUL), v1's or (2 mod 4) v2's; odd, an event: its kind to the first
+ * NUL, the detail after it (what the store holds is the daemon's own, but a line never trusts it).
+ * Checked: a query either parses within its bounds or fails with EINVAL and a message, cleared; a
+ * line always fits and is a string; a page of the event is JSON with its one entry, every field a
+ * string. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -23,9 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     err_t err = {0};
     if (data[0] % 2 == 0) {
         struct api_logs_query q;
-        if (api_logs_query_parse(text, &q, &err) == 0) {
+        bool v2 = data[0] % 4 == 2;
+        if ((v2 ? api_logs_v2_query_parse : api_logs_query_parse)(text, &q, &err) == 0) {
             fuzz_assert(q.limit >= 1 && q.limit <= API_LOGS_LIMIT_MAX);
             fuzz_assert(q.start_ms >= 0 && q.after_seq >= 0);
+            fuzz_assert(q.min_level <= API_LOG_ERROR && strlen(q.search) <= API_LOGS_SEARCH_MAX);
+            fuzz_assert(v2 || (!q.backward && q.min_level == API_LOG_DEBUG && !q.search[0]));
         } else {
             fuzz_assert(err.errnum == EINVAL && err.msg[0]);
             fuzz_assert(q.limit == 0);

@@ -134,14 +134,14 @@ like "$out" "401" "one sandbox's token does not open another"
 # runs them but cannot change them (src/jail/idmap.h); elsewhere they are root's, and root's
 # changes go to the sandbox's own layer.
 as_root='{"Authorization":"Basic cm9vdDo="}' # root:
-out=$(ENVD_HEADERS=$as_root run_in "$A" "$TA" 'id -u; stat -c %u /usr/bin/ls; echo x > /usr/local/hutch-probe && cat /usr/local/hutch-probe' 2>&1 | stdout_of)
+out=$(ENVD_HEADERS=$as_root run_in "$A" "$TA" 'id -u; stat -c %u /usr/bin/ls; echo x > /usr/share/hutch-probe && cat /usr/share/hutch-probe' 2>&1 | stdout_of)
 if grep -q "/usr, /var/lib/dpkg: the filesystem cannot be idmapped" "$LOG"; then
     is "$out" "$(printf '0\n65534')" "root inside: /usr is nobody's (the daemon said its filesystem cannot be idmapped), and root may not write there"
 else
     is "$out" "$(printf '0\n0\nx')" "root inside: /usr is root's, and root writes there"
     is "$(grep -c 'cannot be idmapped' "$LOG")" 0 "... and the daemon said nothing about idmaps"
 fi
-[ -e /usr/local/hutch-probe ] && not_ok "root's write stayed in the sandbox" || ok "root's write stayed in the sandbox"
+[ -e /usr/share/hutch-probe ] && not_ok "root's write stayed in the sandbox" || ok "root's write stayed in the sandbox"
 out=$(run_in "$A" "$TA" 'sudo id -u; sudo -u user id -u; sudo touch /etc/hutch-sudo && stat -c %u /etc/hutch-sudo' | stdout_of)
 is "$out" "$(printf '0\n1000\n0')" "sudo as the user: root's id, another user's, a file of root's made in /etc"
 

@@ -174,7 +174,7 @@ case $h in *[Cc]ontent-[Ee]ncoding*) not_ok "gzip;q=0: a plain answer" ;; *) cmp
 # Range: one range gets a 206 with its part (never gzipped), an unsatisfiable one a 416, several
 # ranges or an If-Range the whole file
 size=$(stat -c %s "$WORK/plain")
-rng() { curl -s -D "$WORK/rh" -o "$WORK/rb" -w '%{http_code}' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" "$@" "$U/files?path=/home/user/gz/raw.txt"; }
+rng() { : >"$WORK/rb"; curl -s -D "$WORK/rh" -o "$WORK/rb" -w '%{http_code}' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" "$@" "$U/files?path=/home/user/gz/raw.txt"; }
 hdr() { tr -d '\r' <"$WORK/rh" | grep -i "^$1:" | cut -d' ' -f2-; }
 st=$(rng -H 'Range: bytes=10-19')
 is "$st/$(hdr content-range)/$(cmp -s "$WORK/rb" <(tail -c +11 "$WORK/plain" | head -c 10) && echo same)" "206/bytes 10-19/$size/same" \
@@ -189,9 +189,38 @@ is "$st/$(hdr content-range)" "416/bytes */$size" "a range that starts at the en
 st=$(rng -H 'Range: bytes=0-1,5-6')
 is "$st/$(cmp -s "$WORK/rb" "$WORK/plain" && echo same)" "200/same" "several ranges: the whole file, 200"
 st=$(rng -H 'Range: bytes=0-1' -H 'If-Range: "x"')
-is "$st/$(cmp -s "$WORK/rb" "$WORK/plain" && echo same)" "200/same" "Range with If-Range: the whole file, 200"
+is "$st/$(cmp -s "$WORK/rb" "$WORK/plain" && echo same)" "200/same" "Range with an If-Range of another tag: the whole file, 200"
 st=$(rng)
 is "$st/$(hdr accept-ranges)" "200/bytes" "a whole download says Accept-Ranges: bytes"
+# conditional downloads (RFC 9110, 13): its ETag and Last-Modified, 304 when they still hold, 412
+# for a failed If-Match, If-Range with the current tag honoured; a change makes a new tag
+etag=$(hdr etag)
+lastmod=$(hdr last-modified)
+like "$etag" '^"[0-9a-f]+-[0-9a-f]+"$' "a download carries an ETag ($etag)"
+like "$lastmod" '^[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9:]{8} GMT$' "... in IMF-fixdate ($lastmod)"
+st=$(rng -H "If-None-Match: $etag")
+is "$st/$(stat -c %s "$WORK/rb")/$(hdr etag)" "304/0/$etag" "If-None-Match with it: 304, no body, the ETag again"
+st=$(rng -H "If-Modified-Since: $lastmod")
+is "$st/$(stat -c %s "$WORK/rb")" "304/0" "If-Modified-Since its Last-Modified: 304"
+is "$(rng -H 'If-None-Match: "other"')/$(cmp -s "$WORK/rb" "$WORK/plain" && echo same)" "200/same" "If-None-Match with another tag: the file"
+is "$(rng -H 'If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT')" 200 "If-Modified-Since long before: the file"
+is "$(rng -H 'If-Match: "other"')/$(jget "$(cat "$WORK/rb")" 'd["code"]')" "412/412" "If-Match with another tag: 412 in envd's shape"
+is "$(rng -H "If-Match: $etag")" 200 "If-Match with its tag: the file"
+is "$(rng -H 'If-Unmodified-Since: Sat, 01 Jan 2000 00:00:00 GMT')" 412 "If-Unmodified-Since long before: 412"
+st=$(rng -H 'Range: bytes=10-19' -H "If-Range: $etag")
+is "$st/$(hdr content-range)" "206/bytes 10-19/$size" "Range with If-Range of its tag: 206"
+st=$(rng -H 'Range: bytes=10-19' -H "If-Range: $lastmod")
+is "$st" 206 "Range with If-Range of its Last-Modified: 206"
+is "$(rng -H 'If-None-Match: garbage' -H 'If-Modified-Since: not a date')" 200 "preconditions that do not parse are ignored: the file"
+cond() { : >"$WORK/rb"; curl -s -D "$WORK/rh" -o "$WORK/rb" -w '%{http_code}' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" "$@" "$U/files?path=/home/user/gz/cond.txt"; }
+fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary 'one' "$U/files?path=/home/user/gz/cond.txt" >/dev/null
+cond >/dev/null
+etag1=$(hdr etag)
+sleep 0.05 # past the filesystem's timestamp tick (ext4's is a jiffy): the tag is mtime and size
+fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary 'two' "$U/files?path=/home/user/gz/cond.txt" >/dev/null
+st=$(cond -H "If-None-Match: $etag1")
+is "$st/$(cat "$WORK/rb")" "200/two" "once a file changed (same size), If-None-Match with its old tag: the new file"
+[ -n "$etag1" ] && [ "$(hdr etag)" != "$etag1" ] && ok "... under a new ETag ($(hdr etag))" || not_ok "... under a new ETag ($etag1, $(hdr etag))"
 fenv "$A" "$TA" -H 'Content-Type: application/octet-stream' --data-binary '' "$U/files?path=/home/user/gz/empty" >/dev/null
 out=$(curl -s -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -H 'Accept-Encoding: gzip' "$U/files?path=/home/user/gz/empty" | gzip -dc | wc -c)
 is "$out" 0 "an empty file gzipped: a valid empty gzip stream"

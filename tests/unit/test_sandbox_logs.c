@@ -150,8 +150,8 @@ static void v2_queries(void)
        "v2 ignores v1's start (its name is cursor)");
     char long_search[400] = "search=";
     memset(long_search + 7, 'a', API_LOGS_SEARCH_MAX + 1);
-    const char *bad[] = {"direction=up", "level=fatal", "level=", "cursor=-1", "cursor=x",
-                         "limit=0",      "limit=1001",  long_search};
+    const char *bad[] = {"direction=up", "level=fatal", "level=",     "cursor=-1",
+                         "cursor=x",     "limit=0",     "limit=1001", long_search};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err_clear(&err);
         ok(api_logs_v2_query_parse(bad[i], &q, &err) < 0 && err.msg[0] && q.limit == 0,
