@@ -171,7 +171,11 @@ static void stream_timer_start(struct pcall *p)
         return;
     uint64_t now = uv_now(p->timer.loop);
     p->next_keepalive_ms = now + p->keepalive_ms;
-    if (p->timeout_ms && strcmp(p->method, "Connect") == 0)
+    /* Connect's protocol: at the request's timeout the stream ends with deadline_exceeded. For a
+     * Start that is also the command's lifetime (scmd_set_lifetime, from its own start, so a
+     * little later): the stream's end always comes first, as the SDK's TimeoutError, never
+     * the kill's end event racing its own timer. */
+    if (p->timeout_ms && (strcmp(p->method, "Connect") == 0 || strcmp(p->method, "Start") == 0))
         p->deadline_ms = now + p->timeout_ms;
     timer_arm(p);
 }

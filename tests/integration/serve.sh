@@ -151,8 +151,16 @@ out=$(ENVD_HEADERS='{"Keepalive-Ping-Interval":"1"}' run_in "$A" "$TA" 'sleep 2.
 t0=$(date +%s%N)
 out=$(ENVD_HEADERS='{"Connect-Timeout-Ms":"1000"}' run_in "$A" "$TA" 'echo started; sleep 30')
 t1=$(date +%s%N)
-[ $(((t1 - t0) / 1000000)) -lt 5000 ] && grep -q '"end"' <<<"$out" && ok "Connect-Timeout-Ms 1000 on Start: the command is killed at it and its end comes" ||
-    not_ok "Connect-Timeout-Ms 1000 on Start: the command is killed at it and its end comes ($(((t1 - t0) / 1000000)) ms: $out)"
+[ $(((t1 - t0) / 1000000)) -lt 5000 ] && grep -q '^EOS {"error":{"code":"deadline_exceeded"' <<<"$out" && ! grep -q '"end"' <<<"$out" &&
+    ok "Connect-Timeout-Ms 1000 on Start: the stream ends at it with deadline_exceeded (the SDK's TimeoutError)" ||
+    not_ok "Connect-Timeout-Ms 1000 on Start: the stream ends at it with deadline_exceeded ($(((t1 - t0) / 1000000)) ms: $out)"
+left=
+for _ in $(seq 50); do
+    left=$(run_in "$A" "$TA" 'pgrep -c -x sleep || true' | stdout_of)
+    [ "$left" = 0 ] && break
+    sleep 0.1
+done
+is "$left" 0 "... and the command is killed at it"
 bg=$(ENVD_HEADERS='{"Connect-Timeout-Ms":"0"}' python3 - "$U" "$A" "$TA" <<'EOF2'
 import sys, json, struct, http.client
 u, sid, tok = sys.argv[1:]
