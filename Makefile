@@ -67,7 +67,7 @@ build/hutch-san: $(SAN_OBJS) | build/hutch-sudo build/hutch-kernel-stub build/li
 
 # The sandbox's sudo (src/sudo/): small and static, next to hutch, where the daemon finds it and
 # binds it into each sandbox. Only the codec and a few helpers: no library of hutch's.
-SUDO_SRCS := src/sudo/main.c src/sudo/options.c src/proto/proto.c src/proto/proto_sudo.c \
+SUDO_SRCS := src/sudo/main.c src/sudo/options.c src/sudo/tty_relay.c src/proto/proto.c src/proto/proto_sudo.c \
 	src/util/err.c src/util/strfmt.c src/util/fds.c
 build/hutch-sudo: $(SUDO_SRCS) $(wildcard src/sudo/*.h src/proto/*.h src/util/*.h)
 	@mkdir -p $(dir $@)

@@ -113,6 +113,14 @@ static _Noreturn void child_main(const struct command_spec *spec, struct child_e
         c->err = dup(tty);
         if (c->out < 0 || c->err < 0)
             control_die(report, errno, "dup the pty");
+    } else {
+        /* A terminal among fds it was given (sudo's own pty, src/sudo/tty_relay.h) becomes its
+         * controlling one if it has no session yet; one that is another session's stays
+         * that session's (TIOCSCTTY with 0 never steals). */
+        int given[3] = {c->in, c->out, c->err};
+        for (int i = 0; i < 3; i++)
+            if (given[i] >= 0 && isatty(given[i]) && ioctl(given[i], TIOCSCTTY, 0) == 0)
+                break;
     }
     /* Through fresh numbers above 2 first, so that no end is clobbered by another. */
     int src[3] = {c->in, c->out, c->err}, tmp[3];

@@ -21,6 +21,7 @@
 #include "proto/proto.h"
 #include "proto/proto_sudo.h"
 #include "sudo/options.h"
+#include "sudo/tty_relay.h"
 
 extern char **environ;
 
@@ -33,6 +34,23 @@ static const char usage[] =
 /* Signals the command gets when sudo does (a terminal's ^C reaches sudo, whose group has the
  * terminal; the command leads a session of its own). */
 static const int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
+
+/* On a terminal, the command's own pty (tty_relay.h); restored before any end of ours. */
+static struct tty_relay relay;
+
+static void blocked_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    for (size_t i = 0; i < sizeof relayed / sizeof relayed[0]; i++)
+        sigaddset(set, relayed[i]);
+    sigaddset(set, SIGWINCH);
+}
+
+static _Noreturn void fail_exit(void)
+{
+    tty_relay_end(&relay);
+    _exit(1);
+}
 
 static char *read_passwd(void)
 {
@@ -93,6 +111,7 @@ static int connect_service(void)
 
 static _Noreturn void end_as(int32_t code, uint32_t sig)
 {
+    tty_relay_end(&relay);
     if (sig > 0 && sig < 65) {
         /* As sudo does: the command's death by a signal is ours too (no core: a dump of sudo
          * tells nothing about the command). */
@@ -111,30 +130,36 @@ static void run(const uint8_t *req, size_t len, const int stdio[3], const char *
 {
     int sock = connect_service();
     if (sock < 0) {
+        tty_relay_end(&relay);
         fprintf(stderr, "sudo: cannot reach the sandbox's sudo service (%s): %s\n",
                 PROTO_SUDO_SOCKET, strerror(errno));
         _exit(1);
     }
     if (send_all(sock, req, len, stdio, 3) < 0) {
+        tty_relay_end(&relay);
         fprintf(stderr, "sudo: %s\n",
                 errno == EMSGSIZE ? "argument list too long" : strerror(errno));
         _exit(1);
     }
     sigset_t set;
-    sigemptyset(&set);
-    for (size_t i = 0; i < sizeof relayed / sizeof relayed[0]; i++)
-        sigaddset(&set, relayed[i]);
+    blocked_signals(&set);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
     static uint8_t buf[PROTO_MAX_TO_HOST];
     for (;;) {
-        struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-        if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0) {
+        struct pollfd p[4] = {{.fd = sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        size_t n_relay = tty_relay_poll(&relay, &p[2]);
+        if (poll(p, 2 + n_relay, -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
+        tty_relay_ready(&relay, &p[2], n_relay);
         struct signalfd_siginfo si;
-        if (sfd >= 0 && (p[1].revents & POLLIN) && read(sfd, &si, sizeof si) == sizeof si) {
+        if (sfd < 0 || !(p[1].revents & POLLIN) || read(sfd, &si, sizeof si) != sizeof si) {
+            /* no signal */
+        } else if (si.ssi_signo == SIGWINCH) {
+            tty_relay_winch(&relay);
+        } else {
             uint8_t out[64];
             struct proto_writer w;
             proto_begin(&w, out, sizeof out, PROTO_SUDO_SIGNAL, 1, 0);
@@ -169,14 +194,18 @@ static void run(const uint8_t *req, size_t len, const int stdio[3], const char *
                     close(sfd);
                 return;
             }
+            tty_relay_end(&relay);
             if (errnum == ENOENT && msg && strncmp(msg, "cannot execute", 14) == 0)
                 fprintf(stderr, "sudo: %s: command not found\n", command);
             else
                 fprintf(stderr, "sudo: %s\n", msg ? msg : strerror((int)errnum));
-            _exit(1);
+            fail_exit();
         }
-        /* SUDO_STARTED, and anything else: nothing to do */
+        if (m.type == PROTO_SUDO_STARTED)
+            tty_relay_started(&relay);
+        /* anything else: nothing to do */
     }
+    tty_relay_end(&relay);
     fprintf(stderr, "sudo: the sandbox's sudo service closed the connection\n");
     _exit(1);
 }
@@ -248,18 +277,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "sudo: argument list too long\n");
         return 1;
     }
-    /* Signals that would end us before the command does are relayed instead. */
+    /* Signals that would end us before the command does are relayed instead; SIGWINCH resizes
+     * the command's pty. */
     sigset_t set;
-    sigemptyset(&set);
-    for (size_t i = 0; i < sizeof relayed / sizeof relayed[0]; i++)
-        sigaddset(&set, relayed[i]);
+    blocked_signals(&set);
     sigprocmask(SIG_BLOCK, &set, NULL);
+    tty_relay_begin(&relay, stdio);
     /* Busy (many asking at once): ask again, for up to about a minute. */
     for (int attempt = 0; attempt < 600; attempt++) {
         run(req, len, stdio, r.argv[0]);
         struct timespec ts = {0, (attempt < 10 ? 10 : 100) * 1000000L};
         nanosleep(&ts, NULL);
     }
+    tty_relay_end(&relay);
     fprintf(stderr, "sudo: the sandbox's sudo service stays busy\n");
     return 1;
 }
