@@ -145,6 +145,37 @@ await test('pty: create, input, resize, kill', async () => {
   eq(await sbx.pty.kill(h.pid), false, 'kill() again: false')
 })
 
+await test('pty: sudo gets a terminal of its own (/dev/tty, input, size, resize, ^C), ours comes back', async () => {
+  let out = ''
+  const h = await sbx.pty.create({ cols: 100, rows: 30, onData: (d) => (out += dec.decode(d, { stream: true })) })
+  const enc = new TextEncoder()
+  const send = (s) => sbx.pty.sendInput(h.pid, enc.encode(s))
+  // read from /dev/tty: only a command with a controlling terminal can open it
+  await send('sudo sh -c \'read -r w </dev/tty; echo "got=$w uid=$(id -u) size=$(stty size)"\'\n')
+  await sleep(500)
+  await send('hello\r')
+  assert(await waitFor(() => /got=hello uid=0 size=30 100/.test(out), 10_000), `output: ${JSON.stringify(out.slice(-300))}`)
+  // a resize while sudo runs reaches the command's pty
+  await send('sudo sh -c \'read -r w; stty size\'\n')
+  await sleep(500)
+  await sbx.pty.resize(h.pid, { cols: 120, rows: 40 })
+  await sleep(300)
+  await send('go\r')
+  assert(await waitFor(() => /40 120/.test(out), 10_000), `after resize: ${JSON.stringify(out.slice(-300))}`)
+  // ^C goes through the command's terminal: sudo ends as the command did (SIGINT: 130)
+  // (the shell drops the rest of a line whose job died of SIGINT: the echo is a line of its own)
+  await send('sudo sleep 60\n')
+  await sleep(700)
+  await send('\x03')
+  await sleep(300)
+  await send('echo "rc=$?"\n')
+  assert(await waitFor(() => /rc=130/.test(out), 10_000), `after ^C: ${JSON.stringify(out.slice(-300))}`)
+  // our terminal's modes are ours again (sudo set it raw while it relayed)
+  await send('stty -a | tr " ;" "\\n\\n" | grep -x -e icanon -e -icanon -e echo -e -echo | tr "\\n" " "; echo END\n')
+  assert(await waitFor(() => /icanon echo END/.test(out), 10_000), `modes after: ${JSON.stringify(out.slice(-300))}`)
+  await sbx.pty.kill(h.pid)
+})
+
 await test('pty: exit ends it with its code', async () => {
   let out = ''
   const h = await sbx.pty.create({ cols: 40, rows: 10, onData: (d) => (out += dec.decode(d)) })
