@@ -403,6 +403,11 @@ static void lifetime_over(uv_timer_t *t)
     err_t err;
     if (c->exited || c->ended)
         return;
+    dispatch_begin(c);
+    for (struct scmd_attach *a = c->attached; a; a = a->next)
+        if (a->l && a->l->on_lifetime_over)
+            a->l->on_lifetime_over(c, a->user);
+    dispatch_end(c);
     if (jail_command_kill_tree(&c->sb->jail, c->group, &err) < 0)
         fprintf(stderr, "hutch serve: %s: command %u past its timeout: %s\n", c->sb->id, c->pid,
                 err.msg);

@@ -29,6 +29,9 @@ struct scmd_listener {
     /* It ended (c->exit_code, c->signo), or could not start or was lost (c->error set). The
      * listener is detached after it. */
     void (*on_end)(struct scmd *c, void *user);
+    /* Optional: its lifetime (scmd_set_lifetime) is over and it is about to be killed. A Start's
+     * stream ends here with deadline_exceeded, before the kill's end could reach its client. */
+    void (*on_lifetime_over)(struct scmd *c, void *user);
 };
 
 struct scmd_chunk;

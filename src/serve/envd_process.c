@@ -127,6 +127,19 @@ static void stream_end(struct pcall *p, const enum connect_code *code, const cha
 
 static void timer_arm(struct pcall *p);
 
+static void deadline_passed(struct pcall *p)
+{
+    if (p->cmd) {
+        if (p->held)
+            scmd_hold(p->cmd, false);
+        p->held = false;
+        scmd_detach(p->cmd, p);
+        p->cmd = NULL;
+    }
+    enum connect_code code = CONNECT_DEADLINE_EXCEEDED;
+    stream_end(p, &code, "the request's Connect-Timeout-Ms passed");
+}
+
 static void timer_fired(uv_timer_t *t)
 {
     struct pcall *p = t->data;
@@ -134,16 +147,7 @@ static void timer_fired(uv_timer_t *t)
     if (!p->x)
         return;
     if (p->deadline_ms && now >= p->deadline_ms) {
-        /* the client's timeout for following it; the command runs on */
-        if (p->cmd) {
-            if (p->held)
-                scmd_hold(p->cmd, false);
-            p->held = false;
-            scmd_detach(p->cmd, p);
-            p->cmd = NULL;
-        }
-        enum connect_code code = CONNECT_DEADLINE_EXCEEDED;
-        stream_end(p, &code, "the request's Connect-Timeout-Ms passed");
+        deadline_passed(p); /* the client's timeout for following it; the command runs on */
         return;
     }
     if (now >= p->next_keepalive_ms) {
@@ -172,9 +176,9 @@ static void stream_timer_start(struct pcall *p)
     uint64_t now = uv_now(p->timer.loop);
     p->next_keepalive_ms = now + p->keepalive_ms;
     /* Connect's protocol: at the request's timeout the stream ends with deadline_exceeded. For a
-     * Start that is also the command's lifetime (scmd_set_lifetime, from its own start, so a
-     * little later): the stream's end always comes first, as the SDK's TimeoutError, never
-     * the kill's end event racing its own timer. */
+     * Start that is also the command's lifetime (scmd_set_lifetime), and whichever timer fires
+     * first ends the stream (on_lifetime_over): the SDK sees its TimeoutError, never the kill's
+     * end event racing its own timer. */
     if (p->timeout_ms && (strcmp(p->method, "Connect") == 0 || strcmp(p->method, "Start") == 0))
         p->deadline_ms = now + p->timeout_ms;
     timer_arm(p);
@@ -232,7 +236,18 @@ static void on_end(struct scmd *c, void *user)
     }
 }
 
-static const struct scmd_listener stream_listener = {on_started, on_output, on_end};
+/* The command's lifetime is over, and with it the Start's Connect-Timeout-Ms (the same figure,
+ * counted from a little later): the stream ends with deadline_exceeded now, before the kill's end
+ * event, whichever of the two timers the loop ran first. */
+static void on_lifetime_over(struct scmd *c, void *user)
+{
+    struct pcall *p = user;
+    if (p->x && p->deadline_ms && strcmp(p->method, "Start") == 0)
+        deadline_passed(p);
+}
+
+static const struct scmd_listener stream_listener = {on_started, on_output, on_end,
+                                                     on_lifetime_over};
 
 static struct scmd *input_target(struct pcall *p);
 

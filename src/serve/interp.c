@@ -743,8 +743,8 @@ static void on_kernel_end(struct scmd *c, void *user)
     kernel_lost(ctx, why, true);
 }
 
-static const struct scmd_listener kernel_listener = {on_kernel_started, on_kernel_output,
-                                                     on_kernel_end};
+static const struct scmd_listener kernel_listener = {
+    .on_started = on_kernel_started, .on_output = on_kernel_output, .on_end = on_kernel_end};
 
 /* SIGINT to the kernel: a forked one by its pidfd (its stub, a Landlock domain apart, may not
  * signal it), one started cold as its command's first process. */
@@ -838,8 +838,8 @@ static void on_zygote_end(struct scmd *c, void *user)
     }
 }
 
-static const struct scmd_listener zygote_listener = {on_zygote_started, on_zygote_output,
-                                                     on_zygote_end};
+static const struct scmd_listener zygote_listener = {
+    .on_started = on_zygote_started, .on_output = on_zygote_output, .on_end = on_zygote_end};
 
 /* Starts the sandbox's python zygote unless it runs (or kept dying, or there is no stub): the
  * kernels started meanwhile start cold, the stub falls back when nothing listens. */
