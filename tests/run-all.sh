@@ -116,7 +116,7 @@ for t in build/tests/test_*; do
 done
 for t in tests/integration/*.sh; do
     [ -f "$t" ] || continue
-    case $(basename "$t") in lib.sh) continue ;; esac
+    case $(basename "$t") in lib.sh | *_lib.sh) continue ;; esac # sourced by the tests
     name=integration/$(basename "$t" .sh)
     [[ $name =~ $filter ]] || continue
     run_one "$name" bash "$t"

@@ -7,30 +7,11 @@
 # written, and symlinkTarget as an absolute path.
 . "$(dirname "$0")/lib.sh"
 
-KEY=test-key-$$-$RANDOM
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-U=http://127.0.0.1:$PORT
-LOG=$(mktemp /tmp/hutch-serve-files-log.XXXXXX)
+. "$(dirname "$0")/serve_lib.sh"
+serve_setup serve-files
 WORK=$(mktemp -d /tmp/hutch-serve-files.XXXXXX)
-daemon=
-made=()
-cleanup() {
-    for id in "${made[@]}"; do curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"; done
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-    rm -rf "$LOG" "$WORK"
-    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
-}
-trap cleanup EXIT
-HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
-curl -s -o /dev/null "$U/health" && ok "the daemon answers /health" ||
-    { not_ok "the daemon answers /health"; cat "$LOG"; done_testing; exit; }
-
-api() { curl -s -H "X-API-KEY: $KEY" -w '\n%{http_code}' "$@"; } # body, then the status
-status_of() { tail -n1 <<<"$1"; }
-body_of() { sed '$d' <<<"$1"; }
-jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+trap 'rm -rf "$WORK"; serve_cleanup' EXIT
+daemon_answers
 # sig PATH OPERATION USER TOKEN [EXPIRATION]: the signature the SDK puts in a file URL
 sig() {
     python3 - "$@" <<'EOF'

@@ -7,23 +7,12 @@
 # the zygote's children and fds, the zygote's death and the daemon's stop.
 . "$(dirname "$0")/lib.sh"
 
-KEY=test-key-$$-$RANDOM
+. "$(dirname "$0")/serve_lib.sh"
+serve_setup serve-host-zygote
 SECRET=daemon-secret-$$-$RANDOM
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-U=http://127.0.0.1:$PORT
-LOG=$(mktemp /tmp/hutch-serve-log.XXXXXX)
 OUT=$(mktemp -d /tmp/hutch-hz.XXXXXX)
-daemon=
-cleanup() {
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-    rm -rf "$LOG" "$OUT"
-    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
-}
-trap cleanup EXIT
-HUTCH_POOL=0 HUTCH_API_KEY=$KEY HUTCH_TEST_SECRET=$SECRET "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
-curl -s -o /dev/null "$U/health" && ok "the daemon answers" || { not_ok "the daemon answers"; cat "$LOG"; done_testing; exit; }
+trap 'rm -rf "$OUT"; serve_cleanup' EXIT
+daemon_answers HUTCH_POOL=0 HUTCH_TEST_SECRET="$SECRET"
 
 run() { curl -s -m "${2:-60}" -H "X-API-KEY: $KEY" -X POST "$U/run" -d "$1"; }
 # python CODE [ENV_JSON]: a one-shot python run; its stdout, else its error
@@ -239,9 +228,7 @@ kill -9 "$daemon"
 wait "$daemon" 2>/dev/null
 for _ in $(seq 50); do kill -0 "$NEW" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$NEW" 2>/dev/null && not_ok "the zygote exits when its daemon is killed" || ok "the zygote exits when its daemon is killed"
-HUTCH_POOL=0 HUTCH_API_KEY=$KEY HUTCH_TEST_SECRET=$SECRET "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
+start_daemon HUTCH_POOL=0 HUTCH_TEST_SECRET="$SECRET"
 like "$(c_exec '{"code":"x + 1"}')" '"text":"42"' "after a kill -9 and a new daemon, the context's state is there"
 # the sandbox user's site-packages (pip install --user): a new context's kernel has it on its path,
 # as one started cold would (the zygote's own HOME is elsewhere)
@@ -280,9 +267,7 @@ chmod 755 "$OUT"
 mkdir "$OUT/interp"
 cp src/interp/*.py src/interp/PROTOCOL.md "$OUT/interp/"
 chmod 777 "$OUT/interp"
-HUTCH_INTERP=$OUT/interp HUTCH_POOL=0 HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
+start_daemon HUTCH_INTERP="$OUT/interp" HUTCH_POOL=0
 is "$(python_run "$PPID_CODE")" "1" "with a kernels' directory anyone may write to, a run's kernel starts cold"
 sleep 2
 is "$(python_run "$PPID_CODE")" "1" "... and so does the next one: no zygote was started"

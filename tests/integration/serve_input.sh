@@ -5,23 +5,12 @@
 # refusals (data before start, an unknown pid, bad envelopes, a queue past its bound).
 . "$(dirname "$0")/lib.sh"
 
-KEY=test-key-$$-$RANDOM
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-U=http://127.0.0.1:$PORT
-LOG=$(mktemp /tmp/hutch-serve-log.XXXXXX)
-daemon= sbx=
-cleanup() {
-    [ -n "$sbx" ] && curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx"
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-    rm -f "$LOG"
-    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
-}
-trap cleanup EXIT
-HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
+. "$(dirname "$0")/serve_lib.sh"
+serve_setup serve-input
+start_daemon
 r=$(curl -s -H "X-API-KEY: $KEY" -X POST -d '{"templateID":"base","timeout":120}' "$U/v2/sandboxes")
 sbx=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sandboxID"])' "$r" 2>/dev/null)
+[ -n "$sbx" ] && made+=("$sbx")
 tok=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["envdAccessToken"])' "$r" 2>/dev/null)
 if [ -z "$sbx" ]; then
     not_ok "a sandbox is created"

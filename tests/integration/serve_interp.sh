@@ -9,32 +9,12 @@
 . "$(dirname "$0")/lib.sh"
 use_scratch interp
 
-KEY=test-key-$$-$RANDOM
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-U=http://127.0.0.1:$PORT
-LOG=$scratch/daemon.log
-daemon=
-made=()
-cleanup() {
-    for id in "${made[@]}"; do curl -s -o /dev/null -m 10 -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"; done
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-    lib_cleanup
-}
-trap cleanup EXIT
-# start_daemon [ENV=VALUE...]: the daemon on $PORT, its log appended to $LOG.
-start_daemon() {
-    env HUTCH_API_KEY=$KEY "$@" "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-    daemon=$!
-    for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
-    curl -s -o /dev/null "$U/health" && ok "the daemon answers" || { not_ok "the daemon answers"; cat "$LOG"; done_testing; exit; }
-}
-start_daemon
+. "$(dirname "$0")/serve_lib.sh"
+serve_setup serve-interp
+daemon_answers
 
 diag_in() { local l; while IFS= read -r l; do diag "$l"; done; }
-api() { curl -s -m 30 -H "X-API-KEY: $KEY" -w '\n%{http_code}' "$@"; }
-status_of() { tail -n1 <<<"$1"; }
-body_of() { sed '$d' <<<"$1"; }
-jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+api() { curl -s -m 30 -H "X-API-KEY: $KEY" -w '\n%{http_code}' "$@"; } # with a time limit
 # new_sandbox VAR [MEMORY_MB]: a sandbox; VAR, VAR_T (envd token), VAR_TT (traffic token).
 new_sandbox() {
     local r mem=${2:-}
@@ -610,7 +590,7 @@ section "8. a kernel that never gets ready"
 kill -TERM "$daemon"
 wait "$daemon"
 is "$?" 0 "the daemon stops on SIGTERM with status 0"
-start_daemon HUTCH_KERNEL_READY_TIMEOUT=3
+daemon_answers HUTCH_KERNEL_READY_TIMEOUT=3
 sh_in "$C" "$C_T" "echo 'require(\"child_process\").execSync(\"exec sleep 3600\")' > /tmp/early.js" >/dev/null
 t0=$(date +%s.%N)
 r=$(curl -s -m 60 -w '\n%{http_code}' -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" \

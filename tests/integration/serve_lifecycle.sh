@@ -11,32 +11,8 @@
 #   - hostile bodies and queries.
 . "$(dirname "$0")/lib.sh"
 
-KEY=test-key-$$-$RANDOM
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-U=http://127.0.0.1:$PORT
-LOG=$(mktemp /tmp/hutch-serve-lifecycle-log.XXXXXX)
-daemon=
-start_daemon() {
-    HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-    daemon=$!
-    for _ in $(seq 100); do
-        curl -s -o /dev/null "$U/health" && return 0
-        sleep 0.1
-    done
-    return 1
-}
-made=()
-cleanup() {
-    for id in "${made[@]}"; do curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"; done
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-    rm -f "$LOG"
-    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
-}
-trap cleanup EXIT
-api() { curl -s -H "X-API-KEY: $KEY" -w '\n%{http_code}' "$@"; } # body, then the status
-status_of() { tail -n1 <<<"$1"; }
-body_of() { sed '$d' <<<"$1"; }
-jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+. "$(dirname "$0")/serve_lib.sh"
+serve_setup serve-lifecycle
 # envd ID TOKEN METHOD JSON: a Connect server-stream call; prints the frames' JSON, one a line
 envd_stream() {
     python3 - "$U" "$1" "$2" "$3" "$4" <<'EOF'

@@ -6,23 +6,9 @@
 # marks), the pool hidden from list and get, and killed by the daemon's stop.
 . "$(dirname "$0")/lib.sh"
 
-KEY=test-key-$$-$RANDOM
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-U=http://127.0.0.1:$PORT
-LOG=$(mktemp /tmp/hutch-serve-log.XXXXXX)
-daemon=
-made=()
-cleanup() {
-    for id in "${made[@]}"; do curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"; done
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-    rm -f "$LOG"
-    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
-}
-trap cleanup EXIT
-HUTCH_POOL=1 HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
-curl -s -o /dev/null "$U/health" && ok "the daemon answers" || { not_ok "the daemon answers"; cat "$LOG"; done_testing; exit; }
+. "$(dirname "$0")/serve_lib.sh"
+serve_setup serve-oneshot
+daemon_answers HUTCH_POOL=1
 
 records() { ls "$HUTCH_RUN_DIR" 2>/dev/null | grep -c '\.sandbox$'; }
 # wait_records N: until N sandbox records are in the run directory (at most 10 s)

@@ -7,28 +7,11 @@
 . "$(dirname "$0")/lib.sh"
 use_scratch watch
 
-KEY=test-key-$$-$RANDOM
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-U=http://127.0.0.1:$PORT
-LOG=$scratch/daemon.log
-daemon=
-made=()
-cleanup() {
-    for id in "${made[@]}"; do curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"; done
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-    lib_cleanup
-}
-trap cleanup EXIT
-HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
-curl -s -o /dev/null "$U/health" && ok "the daemon answers" || { not_ok "the daemon answers"; cat "$LOG"; done_testing; exit; }
+. "$(dirname "$0")/serve_lib.sh"
+serve_setup serve-watch
+daemon_answers
 
 diag_in() { local l; while IFS= read -r l; do diag "$l"; done; }
-api() { curl -s -H "X-API-KEY: $KEY" -w '\n%{http_code}' "$@"; }
-status_of() { tail -n1 <<<"$1"; }
-body_of() { sed '$d' <<<"$1"; }
-jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
 
 r=$(api -X POST -d '{"templateID":"base","timeout":600}' "$U/v2/sandboxes")
 A=$(jget "$(body_of "$r")" 'd["sandboxID"]')

@@ -7,24 +7,10 @@
 . "$(dirname "$0")/lib.sh"
 require_probes sudo_client
 
-KEY=test-key-$$-$RANDOM
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-U=http://127.0.0.1:$PORT
-LOG=$(mktemp /tmp/hutch-sudo-log.XXXXXX)
-daemon=
-made=()
-cleanup() {
-    for id in "${made[@]}"; do curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"; done
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-    rm -f "$LOG"
-    [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
-}
-trap cleanup EXIT
-HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
-api() { curl -s -H "X-API-KEY: $KEY" "$@"; }
-jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+. "$(dirname "$0")/serve_lib.sh"
+serve_setup sudo
+start_daemon
+api() { curl -s -H "X-API-KEY: $KEY" "$@"; } # the body only
 # run ID TOKEN USER SCRIPT: /bin/sh -c SCRIPT as USER; prints stdout, then "exit=N" (or
 # "signal=..." or the error) on a last line of its own.
 run() {
@@ -187,9 +173,7 @@ grep -q "ERROR: AddressSanitizer\|runtime error" "$LOG" && { not_ok "the sanitiz
 # --- a hutch-sudo that sandboxes cannot reach: no sudo, and sandboxes still start ---
 private=$(mktemp -d /tmp/hutch-sudo-private.XXXXXX) # 0700
 cp "$ROOT/build/hutch-sudo" "$private/"
-HUTCH_SUDO=$private/hutch-sudo HUTCH_API_KEY=$KEY "$HUTCH" serve --listen 127.0.0.1:$PORT >>"$LOG" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$U/health" && break; sleep 0.1; done
+start_daemon HUTCH_SUDO="$private/hutch-sudo"
 new_sandbox
 if [ -n "$SB" ]; then
     is "$(run "$SB" "$TK" user 'id -u; command -v sudo || echo none')" "$(printf '1000\nnone\nexit=0')" \
