@@ -13,15 +13,22 @@
 #include "util/parse.h"
 #include "util/utf8.h"
 
+/* v1's start and v2's cursor: ms since the epoch, up to the year 5000. */
+static int take_time(const char *key, const char *value, struct api_logs_query *q, err_t *err)
+{
+    uint64_t n;
+    if (parse_count(value, 0, 95617584000000ull, &n) < 0)
+        return api_input_error(err, EINVAL, "%s must be a time in ms since the epoch", key);
+    q->start_ms = (int64_t)n;
+    return 0;
+}
+
 static int take_param(const char *key, const char *value, void *ctx, err_t *err)
 {
     struct api_logs_query *q = ctx;
     uint64_t n;
     if (strcmp(key, "start") == 0) {
-        /* E2B's start is ms since the epoch; up to the year 5000 */
-        if (parse_count(value, 0, 95617584000000ull, &n) < 0)
-            return api_input_error(err, EINVAL, "start must be a time in ms since the epoch");
-        q->start_ms = (int64_t)n;
+        return take_time(key, value, q, err);
     } else if (strcmp(key, "limit") == 0) {
         if (parse_count(value, 1, API_LOGS_LIMIT_MAX, &n) < 0)
             return api_input_error(err, EINVAL, "limit must be a number from 1 to %d",
@@ -40,11 +47,8 @@ static const char *const level_names[] = {"debug", "info", "warn", "error"};
 static int take_v2_param(const char *key, const char *value, void *ctx, err_t *err)
 {
     struct api_logs_query *q = ctx;
-    uint64_t n;
     if (strcmp(key, "cursor") == 0) {
-        if (parse_count(value, 0, 95617584000000ull, &n) < 0)
-            return api_input_error(err, EINVAL, "cursor must be a time in ms since the epoch");
-        q->start_ms = (int64_t)n;
+        return take_time(key, value, q, err);
     } else if (strcmp(key, "direction") == 0) {
         if (strcmp(value, "forward") != 0 && strcmp(value, "backward") != 0)
             return api_input_error(err, EINVAL, "direction must be forward or backward");
@@ -140,9 +144,14 @@ static void command_ended_line(const json_t *d, char *out, size_t size)
              took, cpu, mem, ooms ? ", out of memory" : "");
 }
 
-void api_log_line(const struct store_event *ev, char *out, size_t size)
+/* An event's detail, parsed once for its line, level and fields: NULL for none or not JSON. */
+static json_t *detail_of(const struct store_event *ev)
 {
-    json_t *d = ev->detail ? json_loads(ev->detail, 0, NULL) : NULL;
+    return ev->detail ? json_loads(ev->detail, 0, NULL) : NULL;
+}
+
+static void line_of(const struct store_event *ev, const json_t *d, char *out, size_t size)
+{
     const char *reason = json_string_value(json_object_get(d, "reason"));
     if (ev->detail && !json_is_object(d)) {
         snprintf(out, size, "%s %.200s", ev->kind, ev->detail);
@@ -163,6 +172,12 @@ void api_log_line(const struct store_event *ev, char *out, size_t size)
     } else {
         snprintf(out, size, "sandbox %s", ev->kind);
     }
+}
+
+void api_log_line(const struct store_event *ev, char *out, size_t size)
+{
+    json_t *d = detail_of(ev);
+    line_of(ev, d, out, size);
     json_decref(d);
 }
 
@@ -189,14 +204,13 @@ struct api_logs *api_logs_new(void)
 
 /* fields: the event's kind and seq, and each member of its detail as a string (E2B's fields
  * are a map of strings). */
-static json_t *entry_fields(const struct store_event *ev)
+static json_t *entry_fields(const struct store_event *ev, json_t *d)
 {
     json_t *f = json_object();
     char seq[24];
     snprintf(seq, sizeof seq, "%lld", (long long)ev->seq);
     json_object_set_new(f, "event", json_string(ev->kind));
     json_object_set_new(f, "seq", json_string(seq));
-    json_t *d = ev->detail ? json_loads(ev->detail, 0, NULL) : NULL;
     const char *key;
     json_t *v;
     json_object_foreach(d, key, v)
@@ -210,24 +224,20 @@ static json_t *entry_fields(const struct store_event *ev)
             free(text);
         }
     }
-    json_decref(d);
     return f;
 }
 
-static enum api_log_level level_of(const struct store_event *ev)
+static enum api_log_level level_of(const struct store_event *ev, const json_t *d)
 {
     if (strcmp(ev->kind, "failed") == 0)
         return API_LOG_ERROR;
-    enum api_log_level level = API_LOG_INFO;
-    json_t *d = ev->detail ? json_loads(ev->detail, 0, NULL) : NULL;
     if (strcmp(ev->kind, "command_ended") == 0 && field_u64(d, "oomKills") > 0)
-        level = API_LOG_WARN;
-    json_decref(d);
-    return level;
+        return API_LOG_WARN;
+    return API_LOG_INFO;
 }
 
-/* raw: the event's line as api_log_line made it (the filters look at the same text). */
-static int add_line(struct api_logs *l, const struct store_event *ev, const char *raw,
+/* raw: the event's line as line_of made it (the filters look at the same text); d its detail. */
+static int add_line(struct api_logs *l, const struct store_event *ev, json_t *d, const char *raw,
                     enum api_log_level level, err_t *err)
 {
     char when[32];
@@ -240,7 +250,7 @@ static int add_line(struct api_logs *l, const struct store_event *ev, const char
         return err_set(err, ENOMEM, "logs");
     json_t *log = json_pack("{s:s, s:s%}", "timestamp", when, "line", line, n);
     json_t *entry = json_pack("{s:s, s:s, s:s%, s:o}", "timestamp", when, "level", level_names[level],
-                              "message", line, n, "fields", entry_fields(ev));
+                              "message", line, n, "fields", entry_fields(ev, d));
     free(line);
     if (!log || !entry) {
         json_decref(log);
@@ -260,24 +270,20 @@ static int add_line(struct api_logs *l, const struct store_event *ev, const char
     return 0;
 }
 
-int api_logs_add(struct api_logs *l, const struct store_event *ev, err_t *err)
-{
-    char raw[1024];
-    api_log_line(ev, raw, sizeof raw);
-    return add_line(l, ev, raw, level_of(ev), err);
-}
-
 int api_logs_offer(struct api_logs *l, const struct api_logs_query *q, const struct store_event *ev,
                    err_t *err)
 {
-    enum api_log_level level = level_of(ev);
+    json_t *d = detail_of(ev);
+    enum api_log_level level = level_of(ev, d);
     char raw[1024];
-    api_log_line(ev, raw, sizeof raw);
+    line_of(ev, d, raw, sizeof raw);
     /* E2B's search is a case-sensitive substring of the message; a message that is not UTF-8 is
      * matched as it is stored, before U+FFFD stands in for its bad bytes */
-    if (level < q->min_level || (q->search[0] && !strstr(raw, q->search)))
-        return 0;
-    return add_line(l, ev, raw, level, err) < 0 ? -1 : 1;
+    int rc = 0;
+    if (level >= q->min_level && (!q->search[0] || strstr(raw, q->search)))
+        rc = add_line(l, ev, d, raw, level, err) < 0 ? -1 : 1;
+    json_decref(d);
+    return rc;
 }
 
 size_t api_logs_count(const struct api_logs *l)

@@ -42,9 +42,8 @@ void api_log_line(const struct store_event *ev, char *out, size_t size);
 /* The page under construction. */
 struct api_logs;
 struct api_logs *api_logs_new(void);
-/* Adds one event (in order); -1 with err on no memory. */
-int api_logs_add(struct api_logs *l, const struct store_event *ev, err_t *err);
-/* Adds ev if it passes q's level and search: 1 when added, 0 when not, -1 with err. */
+/* Adds ev (events come in order) if it passes q's level and search: 1 when added, 0 when not,
+ * -1 with err on no memory. A zeroed query takes every event. */
 int api_logs_offer(struct api_logs *l, const struct api_logs_query *q, const struct store_event *ev,
                    err_t *err);
 /* How many events the page holds. */

@@ -70,6 +70,9 @@ static void lines(void)
     ok(strlen(line_of("command_started", detail)) < 1024, "a long command line is cut");
 }
 
+/* Zeroed: no level or search filter, every event is taken. */
+static const struct api_logs_query every;
+
 static void page(void)
 {
     struct api_logs *l = api_logs_new();
@@ -83,7 +86,7 @@ static void page(void)
         {.seq = 11, .at_ms = 1764870000789, .kind = "failed", .detail = "{\"reason\":\"r\"}"},
     };
     for (size_t i = 0; i < 3; i++)
-        api_logs_add(l, &evs[i], &err);
+        api_logs_offer(l, &every, &evs[i], &err);
     is_u64((uint64_t)api_logs_last_seq(l), 11, "the page's next token is its last seq");
     char *s = api_logs_json(l, &err);
     json_t *j = s ? json_loads(s, 0, NULL) : NULL;
@@ -120,7 +123,7 @@ static void page(void)
         .seq = 12, .at_ms = 1, .kind = "command_started", .detail = "{\"pid\":1,\"cmd\":\"x\"}"};
     char bad_kind[] = "odd\xff";
     struct store_event odd = {.seq = 13, .at_ms = 1, .kind = bad_kind, .detail = NULL};
-    ok(api_logs_add(l, &bin, &err) == 0 && api_logs_add(l, &odd, &err) == 0,
+    ok(api_logs_offer(l, &every, &bin, &err) == 1 && api_logs_offer(l, &every, &odd, &err) == 1,
        "an event whose kind is not UTF-8 is still added");
     s = api_logs_json(l, &err);
     j = s ? json_loads(s, 0, NULL) : NULL;
