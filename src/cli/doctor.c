@@ -37,6 +37,7 @@ static const struct doctor_check checks[] = {
     {"root", check_root},
     {"user-namespaces", check_userns},
     {"overlay-in-userns", check_overlay},
+    {"writable-root-idmap", check_idmap},
     {"namespaces", check_namespaces},
     {"clone3-pidfd", check_clone3},
     {"cgroup-mode", check_cgroup_mode},

@@ -59,6 +59,7 @@ void doctor_probe_run(struct doctor_result *r, probe_child_fn child_fn, probe_pa
 
 /* doctor_namespaces.c */
 void check_userns(struct doctor_result *r);
+void check_idmap(struct doctor_result *r);
 void check_overlay(struct doctor_result *r);
 void check_namespaces(struct doctor_result *r);
 void check_clone3(struct doctor_result *r);

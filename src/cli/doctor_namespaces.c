@@ -21,6 +21,7 @@
 
 #include "cli/doctor_internal.h"
 #include "cli/paths.h"
+#include "jail/idmap.h"
 #include "jail/jail.h"
 #include "jail/userns.h"
 #include "util/cleanup.h"
@@ -257,6 +258,108 @@ void check_overlay(struct doctor_result *r)
     doctor_probe_run(r, overlay_child, userns_parent_write_maps, &u);
     uid_range_release(&range);
     overlay_dir_remove(dir);
+}
+
+/* ---------- idmapped lower layers ---------- */
+
+/* A child that only holds a fresh user namespace (mapped by the parent) until ends[0] closes. */
+static pid_t userns_holder(int ends[2])
+{
+    int ready[2];
+    if (pipe2(ends, O_CLOEXEC) < 0)
+        return -1;
+    if (pipe2(ready, O_CLOEXEC) < 0) {
+        close(ends[0]);
+        close(ends[1]);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(ends[1]);
+        close(ready[0]);
+        char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1 || c != 'y')
+            _exit(1);
+        while (read(ends[0], &c, 1) < 0 && errno == EINTR) {
+        }
+        _exit(0);
+    }
+    close(ends[0]);
+    close(ready[1]);
+    char c = 'n';
+    if (pid > 0 && (read(ready[0], &c, 1) != 1 || c != 'y')) {
+        close(ends[1]);
+        doctor_reap(pid);
+        pid = -1;
+    }
+    close(ready[0]);
+    return pid;
+}
+
+/* The lower layers of a sandbox's writable root (`hutch serve`): /usr, /var/lib/dpkg and the
+ * templates in the state directory are idmapped mounts where their filesystems allow it (the
+ * same call the daemon makes, idmap_clone, with a user namespace mapped as a sandbox's). Where
+ * one does not (9p, NFS, FUSE), sandboxes still start, but their root sees those files owned by
+ * nobody and cannot change them: a warning, not a failure. */
+void check_idmap(struct doctor_result *r)
+{
+    const char *paths[] = {"/usr", "/var/lib/dpkg", hutch_state_dir()};
+    struct uid_range range;
+    doctor_uids_take(&range);
+    int ends[2];
+    pid_t pid = userns_holder(ends);
+    if (pid < 0) {
+        result_set(r, DOCTOR_FAIL, "a user namespace to map them with: %s", strerror(errno));
+        uid_range_release(&range);
+        return;
+    }
+    err_t err;
+    err_clear(&err);
+    int ns = userns_write_maps(pid, range.host_base, JAIL_UID_MAPPED, &err) < 0
+                 ? -1
+                 : idmap_userns_open(pid, &err);
+    char mapped[512] = "", refused[512] = "";
+    bool failed = ns < 0;
+    for (size_t i = 0; ns >= 0 && i < sizeof paths / sizeof paths[0]; i++) {
+        /* A state directory not made yet: the directory it will be made in. */
+        char at_path[PATH_MAX];
+        snprintf(at_path, sizeof at_path, "%s", paths[i]);
+        struct stat st;
+        char *cut;
+        while (stat(at_path, &st) < 0 && (cut = strrchr(at_path, '/')) && cut > at_path)
+            *cut = '\0';
+        if (stat(at_path, &st) < 0 || !S_ISDIR(st.st_mode) || strcmp(at_path, "/") == 0)
+            continue; /* a host without dpkg */
+        bool unmapped;
+        int fd = idmap_clone(ns, at_path, &unmapped, &err);
+        if (fd < 0) {
+            failed = true;
+            break;
+        }
+        close(fd);
+        char *list = unmapped ? refused : mapped;
+        size_t at = strlen(list);
+        snprintf(list + at, sizeof mapped - at, "%s%s", at ? ", " : "", paths[i]);
+    }
+    if (ns >= 0)
+        close(ns);
+    close(ends[1]);
+    doctor_reap(pid);
+    uid_range_release(&range);
+    if (failed)
+        result_set(r, DOCTOR_FAIL, "%s", err.msg);
+    else if (refused[0])
+        result_set(r, DOCTOR_WARN,
+                   "cannot be idmapped (their filesystem refuses idmapped mounts, as 9p, NFS and "
+                   "FUSE do): %s%s%s; hutch serve's sandboxes still start, but their root sees "
+                   "those files owned by nobody and cannot change them (no dpkg -i or pip install "
+                   "into them); fix: keep them on ext4, xfs, btrfs or tmpfs (Linux 6.3+)",
+                   refused, mapped[0] ? "; idmapped: " : "", mapped);
+    else
+        result_set(r, DOCTOR_OK,
+                   "idmapped as a sandbox's writable root needs them (its root owns their files "
+                   "and may change its copy): %s",
+                   mapped);
 }
 
 /* ---------- the other namespaces ---------- */

@@ -129,6 +129,28 @@ else
     skip "HUTCH_CGROUP_MODE=v2 failure" "cgroup2 here has the memory controller"
 fi
 
+# --- the writable root's lower layers: idmapped where their filesystem allows it ---
+idmap=$(grep '^[a-zA-Z ]* writable-root-idmap: ' "$tmp/text")
+if [ "$(stat -f -c %T /usr)" = v9fs ]; then # the test guest's /usr is the host's, over 9p
+    like "$idmap" "^warn writable-root-idmap: cannot be idmapped .*: /usr[,;].*cannot change them" \
+        "writable-root-idmap: /usr over 9p cannot be idmapped: a warning that says what it costs"
+else
+    like "$idmap" "^ok   writable-root-idmap: idmapped .*: /usr" "writable-root-idmap: /usr can be idmapped"
+fi
+# a state directory on ramfs, which refuses idmapped mounts (made here, and unmounted again)
+mkdir -m 755 "$tmp/ramfs"
+if mount -t ramfs ramfs "$tmp/ramfs" 2>/dev/null; then
+    chmod 755 "$tmp/ramfs"
+    HUTCH_STATE_DIR=$tmp/ramfs/state doctor_bg "$tmp/ramfs.out"
+    umount "$tmp/ramfs"
+    is "$rc" 0 "a state directory on ramfs: exit 0 (sandboxes still start)"
+    like "$(grep '^warn writable-root-idmap:' "$tmp/ramfs.out")" "cannot be idmapped .*: $tmp/ramfs/state[;,]" \
+        "... and a warning naming it"
+else
+    skip "a state directory on ramfs" "no ramfs here"
+    skip "... and a warning naming it" "no ramfs here"
+fi
+
 # --- usage ---
 "$HUTCH" doctor --bogus >/dev/null 2>&1
 is "$?" 2 "an unknown argument is a usage error (exit 2)"
