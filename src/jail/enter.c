@@ -21,7 +21,8 @@
 #include "jail/seccomp.h"
 #include "util/fileio.h"
 
-static int fail(char *msg, size_t msg_size, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(char *msg, size_t msg_size, const char *fmt,
+                                                      ...)
 {
     int e = errno;
     char what[200];
