@@ -6,35 +6,6 @@
 
 . "$(dirname "$0")/serve_lib.sh"
 serve_setup serve
-# envd ID TOKEN METHOD JSON: a Connect server-stream call; prints the frames' JSON, one a line
-envd_stream() {
-    python3 - "$U" "$1" "$2" "$3" "$4" <<'EOF'
-import os, sys, json, struct, urllib.request, urllib.error
-u, sid, tok, method, body = sys.argv[1:]
-data = body.encode()
-req = urllib.request.Request(u + "/process.Process/" + method, data=b"\0" + struct.pack(">I", len(data)) + data,
-    headers={"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983",
-             "X-Access-Token": tok, **json.loads(os.environ.get("ENVD_HEADERS", "{}"))})
-try:
-    raw = urllib.request.urlopen(req, timeout=20).read()
-except urllib.error.HTTPError as e:  # the status and the body, for the checks of refusals
-    print("HTTP", e.code, e.read().decode(errors="replace"))
-    sys.exit(1)
-while raw:
-    flags, n = raw[0], struct.unpack(">I", raw[1:5])[0]
-    print(("EOS " if flags & 2 else "") + raw[5:5 + n].decode())
-    raw = raw[5 + n:]
-EOF
-}
-run_in() { envd_stream "$1" "$2" Start "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"$3\"]},\"stdin\":false}"; }
-stdout_of() { python3 -c '
-import sys, json, base64
-out = b""
-for line in sys.stdin:
-    if line.startswith("EOS"): continue
-    e = json.loads(line)["event"]
-    if "data" in e and "stdout" in e["data"]: out += base64.b64decode(e["data"]["stdout"])
-sys.stdout.write(out.decode())'; }
 
 start_daemon && ok "the daemon answers /health" || { not_ok "the daemon answers /health"; cat "$LOG"; done_testing; exit; }
 [ "$(stat -c %a "$HUTCH_STATE_DIR/api-key")" = 600 ] && ok "its first key is in STATE/api-key, mode 0600" ||
@@ -137,18 +108,7 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 is "$left" 0 "... and the command is killed at it"
-bg=$(ENVD_HEADERS='{"Connect-Timeout-Ms":"0"}' python3 - "$U" "$A" "$TA" <<'EOF2'
-import sys, json, struct, http.client
-u, sid, tok = sys.argv[1:]
-body = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", "sleep 20"]}, "stdin": False}).encode()
-c = http.client.HTTPConnection(u.split("//")[1], timeout=20)
-c.request("POST", "/process.Process/Start", b"\0" + struct.pack(">I", len(body)) + body,
-          {"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "X-Access-Token": tok})
-r = c.getresponse()
-head = r.read(5); n = struct.unpack(">I", head[1:5])[0]
-print(json.loads(r.read(n))["event"]["start"]["pid"])
-EOF2
-)
+bg=$(bg_start "$A" "$TA" 'sleep 20')
 out=$(ENVD_HEADERS='{"Connect-Timeout-Ms":"800"}' envd_stream "$A" "$TA" Connect "{\"process\":{\"pid\":$bg}}")
 like "$out" 'EOS.*deadline_exceeded' "Connect-Timeout-Ms on Connect ends the stream with deadline_exceeded"
 r=$(curl -s -X POST -H 'Content-Type: application/json' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -d '{}' "$U/process.Process/List")
@@ -230,18 +190,7 @@ is "$fds_after" "$fds_before" "200 bad requests later the daemon holds as many f
 # --- kill -9 of the daemon, restart ---
 run_in "$A" "$TA" 'echo persisted > /home/user/state.txt' >/dev/null
 # a background command: its stream is left after the start event, as the SDK's background does
-bg_pid=$(python3 - "$U" "$A" "$TA" <<'EOF2'
-import sys, json, struct, http.client
-u, sid, tok = sys.argv[1:]
-body = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", "for i in $(seq 1 80); do echo n$i; sleep 0.1; done"]}, "stdin": False}).encode()
-c = http.client.HTTPConnection(u.split("//")[1], timeout=20)
-c.request("POST", "/process.Process/Start", b"\0" + struct.pack(">I", len(body)) + body,
-          {"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "X-Access-Token": tok})
-r = c.getresponse()
-head = r.read(5); n = struct.unpack(">I", head[1:5])[0]
-print(json.loads(r.read(n))["event"]["start"]["pid"])
-EOF2
-)
+bg_pid=$(bg_start "$A" "$TA" 'for i in $(seq 1 80); do echo n$i; sleep 0.1; done')
 sleep 0.5
 kill -9 "$daemon"
 wait "$daemon" 2>/dev/null

@@ -11,6 +11,11 @@
 #   api ARGS...              curl with the key: the body, then the status on a line of its own
 #   status_of R, body_of R   the two parts of api's answer
 #   jget JSON EXPR           EXPR in Python over the parsed JSON as d; empty when it fails
+#   envd_stream ID TOKEN METHOD JSON  a process.Process server-stream call (ENVD_HEADERS: more
+#                            headers, as JSON): its frames' JSON, a line each ("EOS " before the
+#                            end of stream's); "HTTP CODE BODY" for a refusal
+#   run_in ID TOKEN SCRIPT   /bin/sh -c SCRIPT through Start; stdout_of its stdout; sh_out both
+#   bg_start ID TOKEN CMD    CMD started, its stream left after the start event; prints its pid
 
 serve_setup() {
     KEY=test-key-$$-$RANDOM
@@ -61,3 +66,49 @@ api() { curl -s -H "X-API-KEY: $KEY" -w '\n%{http_code}' "$@"; }
 status_of() { tail -n1 <<<"$1"; }
 body_of() { sed '$d' <<<"$1"; }
 jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+
+# envd ID TOKEN METHOD JSON: a Connect server-stream call; prints the frames' JSON, one a line
+envd_stream() {
+    python3 - "$U" "$1" "$2" "$3" "$4" <<'EOF'
+import os, sys, json, struct, urllib.request, urllib.error
+u, sid, tok, method, body = sys.argv[1:]
+data = body.encode()
+req = urllib.request.Request(u + "/process.Process/" + method, data=b"\0" + struct.pack(">I", len(data)) + data,
+    headers={"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983",
+             "X-Access-Token": tok, **json.loads(os.environ.get("ENVD_HEADERS", "{}"))})
+try:
+    raw = urllib.request.urlopen(req, timeout=30).read()
+except urllib.error.HTTPError as e:  # the status and the body, for the checks of refusals
+    print("HTTP", e.code, e.read().decode(errors="replace"))
+    sys.exit(1)
+while raw:
+    flags, n = raw[0], struct.unpack(">I", raw[1:5])[0]
+    print(("EOS " if flags & 2 else "") + raw[5:5 + n].decode())
+    raw = raw[5 + n:]
+EOF
+}
+run_in() { envd_stream "$1" "$2" Start "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"$3\"]},\"stdin\":false}"; }
+stdout_of() { python3 -c '
+import sys, json, base64
+out = b""
+for line in sys.stdin:
+    if line.startswith("EOS"): continue
+    e = json.loads(line)["event"]
+    if "data" in e and "stdout" in e["data"]: out += base64.b64decode(e["data"]["stdout"])
+sys.stdout.write(out.decode())'; }
+sh_out() { run_in "$1" "$2" "$3" | stdout_of; }
+# bg_start ID TOKEN CMD: starts CMD and leaves its stream after the start event (as the SDK's
+# background commands do); prints its pid
+bg_start() {
+    python3 - "$U" "$1" "$2" "$3" <<'EOF'
+import sys, json, struct, http.client
+u, sid, tok, cmd = sys.argv[1:]
+body = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", cmd]}, "stdin": False}).encode()
+c = http.client.HTTPConnection(u.split("//")[1], timeout=20)
+c.request("POST", "/process.Process/Start", b"\0" + struct.pack(">I", len(body)) + body,
+          {"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sid, "X-Access-Token": tok})
+r = c.getresponse()
+head = r.read(5); n = struct.unpack(">I", head[1:5])[0]
+print(json.loads(r.read(n))["event"]["start"]["pid"])
+EOF
+}
