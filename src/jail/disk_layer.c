@@ -299,6 +299,41 @@ int disk_layer_create_step(struct disk_layer_job *job, err_t *err)
     return 0;
 }
 
+int disk_layer_adopt(const char *from, const char *to, uint64_t bytes, err_t *err)
+{
+    char src[PATH_MAX], dst[PATH_MAX];
+    if (image_path(from, DISK_LAYER_IMAGE, src, sizeof src, err) < 0 ||
+        image_path(to, DISK_LAYER_IMAGE, dst, sizeof dst, err) < 0)
+        return -1;
+    cleanup_fd int fromdir = open(from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fromdir < 0)
+        return err_set(err, errno, "disk layer: open %s", from);
+    cleanup_fd int img = openat(fromdir, DISK_LAYER_IMAGE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct superblock sb;
+    if (img < 0 || read_superblock(img, &sb) < 0)
+        return err_set(err, errno, "disk layer %s: no ext4 image", src);
+    uint64_t want = bytes - bytes % BLOCK_SIZE;
+    if (sb.blocks * sb.block_size != want)
+        return err_set(err, EINVAL, "disk layer %s holds %llu bytes, not %llu", src,
+                       (unsigned long long)(sb.blocks * sb.block_size), (unsigned long long)want);
+    if (mkdir(to, 0700) < 0 && errno != EEXIST)
+        return err_set(err, errno, "disk layer: mkdir %s", to);
+    cleanup_fd int todir = open(to, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (todir < 0)
+        return err_set(err, errno, "disk layer: open %s", to);
+    struct stat st;
+    if (fstatat(todir, DISK_LAYER_IMAGE, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return err_set(err, EEXIST, "disk layer %s exists already", dst);
+    /* The image is whole and durable already (disk_layer_create_step): only the names move. */
+    if (renameat(fromdir, DISK_LAYER_IMAGE, todir, DISK_LAYER_IMAGE) < 0)
+        return err_set(err, errno, "disk layer: move %s to %s", src, dst);
+    if (fsync(todir) < 0 || fsync(fromdir) < 0)
+        return err_set(err, errno, "disk layer: write the move of %s to %s", src, dst);
+    unlinkat(fromdir, ERR_FILE, 0);
+    rmdir(from); /* empty now, unless something else was put there */
+    return 0;
+}
+
 void disk_layer_create_abort(struct disk_layer_job *job)
 {
     if (job->dirfd >= 0 || job->pidfd >= 0)

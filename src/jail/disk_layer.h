@@ -53,6 +53,12 @@ int disk_layer_create_begin(const char *dir, uint64_t bytes, struct disk_layer_j
                             err_t *err);
 int disk_layer_create_step(struct disk_layer_job *job, err_t *err);
 void disk_layer_create_abort(struct disk_layer_job *job);
+/* Moves the layer FROM/disk.img (made by disk_layer_create, ahead of need) to TO/disk.img, TO
+ * made (mode 0700, its parent must exist) if missing, FROM removed once empty; the move is
+ * durable when this returns. EINVAL (nothing moved) unless the image's filesystem is exactly
+ * bytes (rounded down to 4 KiB) big; EEXIST if TO has a layer. Microseconds plus two directory
+ * fsyncs, against mke2fs's milliseconds. */
+int disk_layer_adopt(const char *from, const char *to, uint64_t bytes, err_t *err);
 /* Whether DIR/disk.img exists. */
 bool disk_layer_exists(const char *dir);
 /* Mounts the layer for one sandbox: returns a detached mount of its filesystem (nosuid, nodev,

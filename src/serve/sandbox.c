@@ -17,6 +17,7 @@
 #include "jail/writable_root.h"
 #include "serve/agent.h"
 #include "serve/commands.h"
+#include "serve/disk_pool.h"
 #include "serve/envd_watch.h"
 #include "serve/interp.h"
 #include "serve/metrics.h"
@@ -535,7 +536,8 @@ static int layer_poll_open(struct sbx *sb, err_t *err)
     return 0;
 }
 
-/* A first start makes the disk layer first: mke2fs runs while the loop goes on. */
+/* A first start takes a disk layer made ahead (disk_pool.h), or makes one first: mke2fs runs
+ * while the loop goes on. */
 static int start(struct sbx *sb, const struct store_sandbox *row, err_t *err)
 {
     struct serve *d = sb->d;
@@ -547,6 +549,12 @@ static int start(struct sbx *sb, const struct store_sandbox *row, err_t *err)
         return -1;
     if (disk_layer_exists(layer))
         return start_jail(sb, err);
+    err_t no_spare;
+    if (disk_pool_take(d, (uint64_t)row->disk_mb << 20, layer, &no_spare) == 0)
+        return start_jail(sb, err);
+    if (no_spare.errnum != ENOENT)
+        fprintf(stderr, "hutch serve: %s: a spare disk layer: %s; making its own\n", sb->id,
+                no_spare.msg);
     if (!(sb->layer_job = malloc(sizeof *sb->layer_job)))
         return err_set(err, ENOMEM, "disk layer");
     if (disk_layer_create_begin(layer, (uint64_t)row->disk_mb << 20, sb->layer_job, err) < 0) {

@@ -15,6 +15,7 @@
 #include "api/auth.h"
 #include "cli/paths.h"
 #include "http/http.h"
+#include "serve/disk_pool.h"
 #include "serve/host_zygote.h"
 #include "serve/interp.h"
 #include "serve/pool.h"
@@ -171,6 +172,7 @@ static void on_stop_signal(uv_signal_t *s, int signum)
     fprintf(stderr, "hutch serve: signal %d: stopping (sandboxes keep running)\n", signum);
     http_server_close(d->http);
     pool_stop(d);
+    disk_pool_stop(d);
     host_zygote_stop(d);
     sbx_detach_all(d);
     uv_signal_stop(&d->sig_term);
@@ -374,6 +376,7 @@ int serve_main(int argc, char **argv)
      * so that the first code context does not wait for it; it lives as long as the daemon. */
     host_zygote_want(&d);
     size_t live = sbx_reopen_all(&d);
+    disk_pool_start(&d); /* after the reopen: its mke2fs does not slow that down */
     fprintf(stderr, "hutch serve: listening on http://%s%s%s:%u and %s; %zu sandboxes reopened\n",
             strchr(o.host, ':') ? "[" : "", o.host, strchr(o.host, ':') ? "]" : "", port,
             o.socket_path ? o.socket_path : sock, live);
