@@ -1011,7 +1011,9 @@ struct sbx *envd_files_signer(struct serve *d, const struct http_request *req)
     err_t err;
     if (signed_url_read(req, &u, &err) < 0 || !u.signature[0])
         return NULL;
-    /* One SHA-256 per live sandbox: a signature is its token's, and only that one's. */
+    /* One SHA-256 per live sandbox: a signature is its token's, and only that one's. Every one:
+     * those a restart has not reopened yet too. */
+    sbx_reopen_rest(d);
     for (struct sbx *sb = d->sandboxes; sb; sb = sb->next) {
         if (sb->killing || sb->gone || !sb->envd_token[0])
             continue;

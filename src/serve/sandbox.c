@@ -40,12 +40,20 @@ int64_t sbx_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-struct sbx *sbx_find(struct serve *d, const char *id)
+static struct sbx *find_open(struct serve *d, const char *id)
 {
     for (struct sbx *sb = d->sandboxes; sb; sb = sb->next)
         if (strcmp(sb->id, id) == 0)
             return sb;
     return NULL;
+}
+
+static struct sbx *reopen_now(struct serve *d, const char *id);
+
+struct sbx *sbx_find(struct serve *d, const char *id)
+{
+    struct sbx *sb = find_open(d, id);
+    return sb ? sb : reopen_now(d, id); /* one not reopened yet after a restart: now */
 }
 
 static void unlink_from_list(struct sbx *sb)
@@ -814,6 +822,7 @@ int sbx_boot(struct sbx *sb, sbx_done_fn done, void *user, err_t *err)
 /* ---------- after a restart ---------- */
 
 struct live_row {
+    bool taken; /* reopened (or tried), from the loop or for a request */
     char id[STORE_ID_MAX + 1];
     enum sandbox_state state;
     bool auto_pause, auto_pause_cold, auto_resume, cold;
@@ -949,6 +958,64 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
     return true;
 }
 
+/* The live rows of the last run not reopened before the daemon listened: the loop reopens
+ * SBX_REOPEN_BATCH of them a turn, and a request for one reopens it at once (sbx_find). */
+static struct {
+    struct serve *d;
+    struct live_rows l;
+    size_t next; /* the rows before it are taken */
+    size_t live; /* how many of them came back */
+    uv_idle_t idle;
+    bool idle_open;
+} later;
+
+static void take_row(struct live_row *r)
+{
+    r->taken = true;
+    later.live += reopen_one(later.d, r);
+}
+
+static void later_end(bool all)
+{
+    if (later.idle_open) {
+        uv_idle_stop(&later.idle);
+        uv_close((uv_handle_t *)&later.idle, NULL);
+        later.idle_open = false;
+    }
+    if (all && later.l.n)
+        fprintf(stderr, "hutch serve: %zu more sandboxes reopened from the loop\n", later.live);
+    free(later.l.rows);
+    memset(&later.l, 0, sizeof later.l);
+    later.next = 0;
+}
+
+static void reopen_batch(uv_idle_t *h)
+{
+    for (size_t n = 0; later.next < later.l.n && n < SBX_REOPEN_BATCH; later.next++)
+        if (!later.l.rows[later.next].taken) {
+            take_row(&later.l.rows[later.next]);
+            n++;
+        }
+    if (later.next >= later.l.n)
+        later_end(true);
+}
+
+static struct sbx *reopen_now(struct serve *d, const char *id)
+{
+    for (size_t i = later.next; i < later.l.n; i++)
+        if (!later.l.rows[i].taken && strcmp(later.l.rows[i].id, id) == 0) {
+            take_row(&later.l.rows[i]);
+            return find_open(d, id);
+        }
+    return NULL;
+}
+
+void sbx_reopen_rest(struct serve *d)
+{
+    while (later.next < later.l.n)
+        reopen_batch(&later.idle);
+}
+
 size_t sbx_reopen_all(struct serve *d)
 {
     struct live_rows l = {0};
@@ -956,15 +1023,28 @@ size_t sbx_reopen_all(struct serve *d)
     struct store_list_filter f = {.states = SANDBOX_STATES_LIVE, .oldest_first = true};
     if (store_sandbox_list(d->store, &f, collect_row, &l, &err) < 0)
         fprintf(stderr, "hutch serve: the sandboxes of the last run: %s\n", err.msg);
-    size_t live = 0;
-    for (size_t i = 0; i < l.n; i++)
+    size_t live = 0, i = 0;
+    for (; i < l.n && i < SBX_REOPEN_FIRST; i++)
         live += reopen_one(d, &l.rows[i]);
-    free(l.rows);
+    if (i == l.n) {
+        free(l.rows);
+        return live;
+    }
+    later.d = d;
+    later.l = l;
+    later.next = i;
+    later.live = 0;
+    if (uv_idle_init(d->loop, &later.idle) == 0 && uv_idle_start(&later.idle, reopen_batch) == 0)
+        later.idle_open = true;
+    else
+        sbx_reopen_rest(d); /* no loop to lean on: all of them now */
+    fprintf(stderr, "hutch serve: %zu more live sandboxes are reopened from the loop\n", l.n - i);
     return live;
 }
 
 void sbx_detach_all(struct serve *d)
 {
+    later_end(false); /* the rest stay live for the next daemon */
     for (;;) {
         /* the warm pool's, being killed (pool_stop), go when that is done */
         struct sbx *sb = d->sandboxes;

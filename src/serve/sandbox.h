@@ -12,7 +12,7 @@
  *   sbx_boot()     a cold-paused sandbox started again on its disk layer (same id, token, env
  *                  vars); done() once init said READY (a failed boot leaves it cold-paused)
  *   sbx_reopen_all() after a restart: every live row's sandbox reopened by its record, or marked
- *                  failed with the reason
+ *                  failed with the reason (the most of a thousand from the loop: below)
  *
  * The store is the truth for a sandbox's fields; struct sbx holds what only a running daemon
  * has (fds, handles, pending steps). A sandbox's memory is freed once its handles are closed. */
@@ -111,8 +111,14 @@ int sbx_boot(struct sbx *sb, sbx_done_fn done, void *user, err_t *err);
 /* Moves the deadline (ms since the epoch) and re-arms its timer; kept in the store. */
 int sbx_set_deadline(struct sbx *sb, int64_t deadline_ms, err_t *err);
 struct sbx *sbx_find(struct serve *d, const char *id);
-/* After a restart: reopens every live row's sandbox. Returns how many are live again. */
+/* After a restart: reopens every live row's sandbox, the first SBX_REOPEN_FIRST now (returns how
+ * many of them are live again), the rest from the loop, SBX_REOPEN_BATCH a turn, so that the
+ * daemon answers while it reopens a thousand; sbx_find reopens a sandbox not reached yet at once.
+ * sbx_reopen_rest reopens all of the rest now (for a caller that must see every sandbox). */
+#define SBX_REOPEN_FIRST 64
+#define SBX_REOPEN_BATCH 32
 size_t sbx_reopen_all(struct serve *d);
+void sbx_reopen_rest(struct serve *d);
 /* The daemon stops: handles closed, sandboxes left running. */
 void sbx_detach_all(struct serve *d);
 int64_t sbx_wall_ms(void);
