@@ -210,6 +210,21 @@ function fdList() {
     return []
   }
 }
+// How many spare disk layers the daemon has made (STATE/disk-pool/N/disk.img).
+function diskSpares(stateDir) {
+  try {
+    return readdirSync(join(stateDir, 'disk-pool')).filter((n) => {
+      try {
+        return readdirSync(join(stateDir, 'disk-pool', n)).includes('disk.img')
+      } catch {
+        return false
+      }
+    }).length
+  } catch {
+    return 0
+  }
+}
+
 function fdCount() {
   return fdList().length
 }
@@ -314,6 +329,9 @@ export async function start(opts = {}) {
     await done()
     return
   }
+  // the disk pool (src/serve/disk_pool.h) full first: a spare being made holds 3 fds
+  const spares = parseInt(opts.env?.HUTCH_DISK_POOL ?? '4', 10)
+  await waitFor(() => diskSpares(env.stateDir) >= spares, 20_000)
   fdsAtStart = fdCount()
   process.env.E2B_API_KEY = key
   process.env.E2B_API_URL = env.url

@@ -4,6 +4,7 @@
 # GET /sandboxes/{id}/logs itself), the create body's cpuCount/memoryMB/diskSizeMB, the socket's
 # mode and its keyless access, errors with their exit statuses, and a hostile daemon.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh" # daemon_fds (its own start and cleanup are below)
 use_scratch cli
 
 KEY=test-key-$$-$RANDOM
@@ -55,7 +56,7 @@ B=$(jget "$out" 'd["sandboxID"]')
 made+=("$B")
 [ -n "$B" ] && [ -n "$(jget "$out" 'd["envdAccessToken"]')" ] && ok "create --json prints the daemon's answer" ||
     not_ok "create --json prints the daemon's answer"
-fds_before=$(ls /proc/$daemon/fd | wc -l)
+fds_before=$(daemon_fds)
 hx ls --json
 is "$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(" ".join(str(s[k]) for s in d if s["sandboxID"]==sys.argv[2] for k in ("cpuCount","memoryMB","diskSizeMB","state")))' "$out" "$A")" \
     "1 256 512 running" "ls --json: the sandbox with the resources it was created with"
@@ -291,7 +292,7 @@ sleep 3
 hx logs "$C"
 like "$out" "sandbox killed: timeout: its deadline passed" "logs of a sandbox past its deadline: killed, timeout"
 
-fds_after=$(ls /proc/$daemon/fd | wc -l)
+fds_after=$(daemon_fds)
 is "$fds_after" "$fds_before" "after all of that the daemon holds as many fds as before ($fds_before)"
 
 # --- kill ---

@@ -178,13 +178,13 @@ r=$(api -X POST -d '{"timeout":"x"}' "$U/sandboxes/$A/timeout")
 is "$(status_of "$r")" 400 "a timeout that is not a number: 400"
 
 # --- floods of bad requests leak no fd ---
-fds_before=$(ls /proc/$daemon/fd | wc -l)
+fds_before=$(daemon_fds)
 for i in $(seq 100); do
     curl -s -o /dev/null -X POST -H "X-API-KEY: $KEY" -d '{bad' "$U/v2/sandboxes"
     curl -s -o /dev/null "$U/sandboxes/x$i"
 done
 sleep 0.3
-fds_after=$(ls /proc/$daemon/fd | wc -l)
+fds_after=$(daemon_fds)
 is "$fds_after" "$fds_before" "200 bad requests later the daemon holds as many fds as before ($fds_before)"
 
 # --- kill -9 of the daemon, restart ---

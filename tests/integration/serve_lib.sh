@@ -8,6 +8,8 @@
 #   serve_cleanup            kills the sandboxes in made, then the daemon; removes LOG (or the
 #                            scratch directory) and the test's private dirs. A test's own cleanup
 #                            calls it last.
+#   daemon_fds               the daemon's open fds, once its disk pool is full (a spare being
+#                            made holds 3: src/serve/disk_pool.h); DISK_POOL: the spares it keeps
 #   api ARGS...              curl with the key: the body, then the status on a line of its own
 #   status_of R, body_of R   the two parts of api's answer
 #   jget JSON EXPR           EXPR in Python over the parsed JSON as d; empty when it fails
@@ -60,6 +62,15 @@ serve_cleanup() {
         [ -n "${HUTCH_TEST_TMP:-}" ] && rm -rf "$HUTCH_TEST_TMP"
     fi
     return 0
+}
+
+daemon_fds() {
+    local _
+    for _ in $(seq 200); do
+        [ "$(ls "$HUTCH_STATE_DIR"/disk-pool/*/disk.img 2>/dev/null | wc -l)" -ge "${DISK_POOL:-4}" ] && break
+        sleep 0.1
+    done
+    ls "/proc/$daemon/fd" | wc -l
 }
 
 api() { curl -s -H "X-API-KEY: $KEY" -w '\n%{http_code}' "$@"; }

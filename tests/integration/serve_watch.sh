@@ -230,7 +230,7 @@ watch_bg "$scratch/loop" '{"path":"w"}'
 wait_for "$scratch/loop" '"start"' 5
 is "$(inotify_in_sandbox)" $((inotify_before + 1)) "while a watch is open, its files worker holds one inotify instance more"
 stop_bg "$watch_pid"
-fds_before=$(ls /proc/$daemon/fd | wc -l)
+fds_before=$(daemon_fds)
 fails=0
 for i in $(seq 65); do
     watch_bg "$scratch/loop" '{"path":"w"}'
@@ -240,8 +240,8 @@ done
 is "$fails" 0 "65 watches one after the other, each client gone: every one starts (none left behind in init)"
 for _ in $(seq 30); do [ "$(inotify_in_sandbox)" = "$inotify_before" ] && break; sleep 0.1; done
 is "$(inotify_in_sandbox)" "$inotify_before" "init holds as many inotify instances as before ($inotify_before)"
-for _ in $(seq 30); do [ "$(ls /proc/$daemon/fd | wc -l)" -le "$fds_before" ] && break; sleep 0.1; done
-[ "$(ls /proc/$daemon/fd | wc -l)" -le "$fds_before" ] && ok "the daemon holds no more fds than before" ||
+for _ in $(seq 30); do [ "$(daemon_fds)" -le "$fds_before" ] && break; sleep 0.1; done
+[ "$(daemon_fds)" -le "$fds_before" ] && ok "the daemon holds no more fds than before" ||
     not_ok "the daemon holds no more fds than before ($fds_before, now $(ls /proc/$daemon/fd | wc -l))"
 
 # --- watchers ---
