@@ -7,11 +7,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* After the command's end: its last output is read until the pty hangs up (every holder of the
- * slave gone) or stays quiet this long (a process it left behind still holds it). */
+ * slave gone), stays quiet DRAIN_QUIET_MS (a process it left behind still holds it), or for
+ * DRAIN_MAX_MS in all (one left behind that writes without end must not keep sudo alive). */
 #define DRAIN_QUIET_MS 100
+#define DRAIN_MAX_MS   1000
 
 static bool same_terminal(int fd, const struct stat *term)
 {
@@ -113,11 +116,12 @@ static void write_all(int fd, const char *buf, size_t len)
     }
 }
 
-/* What the pty has for us; -1 when it hung up. */
+/* What the pty has for us, up to 128 KiB a call (a writer faster than we read must not starve
+ * the rest of the loop); -1 when it hung up. */
 static int pump_output(struct tty_relay *r)
 {
     char buf[8192];
-    for (;;) {
+    for (int i = 0; i < 16; i++) {
         ssize_t n = read(r->master, buf, sizeof buf);
         if (n > 0) {
             write_all(r->term_out, buf, (size_t)n);
@@ -127,6 +131,7 @@ static int pump_output(struct tty_relay *r)
             continue;
         return n < 0 && errno == EAGAIN ? 0 : -1; /* EIO: no slave left */
     }
+    return 0;
 }
 
 static void pump_input(struct tty_relay *r)
@@ -177,12 +182,18 @@ void tty_relay_end(struct tty_relay *r)
 {
     if (r->master >= 0) {
         tty_relay_started(r);
+        struct timespec t0, now;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         for (;;) {
             struct pollfd p = {.fd = r->master, .events = POLLIN};
             int rc = poll(&p, 1, DRAIN_QUIET_MS);
             if (rc < 0 && errno == EINTR)
                 continue;
             if (rc <= 0 || pump_output(r) < 0)
+                break;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >=
+                DRAIN_MAX_MS)
                 break;
         }
         close(r->master);

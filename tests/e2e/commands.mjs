@@ -145,7 +145,7 @@ await test('pty: create, input, resize, kill', async () => {
   eq(await sbx.pty.kill(h.pid), false, 'kill() again: false')
 })
 
-await test('pty: sudo gets a terminal of its own (/dev/tty, input, size, resize, ^C), ours comes back', async () => {
+await test('pty: sudo gets a terminal of its own (/dev/tty, input, size, resize, ^C), ours comes back, a writer left behind does not hold it', async () => {
   let out = ''
   const h = await sbx.pty.create({ cols: 100, rows: 30, onData: (d) => (out += dec.decode(d, { stream: true })) })
   const enc = new TextEncoder()
@@ -173,7 +173,10 @@ await test('pty: sudo gets a terminal of its own (/dev/tty, input, size, resize,
   // our terminal's modes are ours again (sudo set it raw while it relayed)
   await send('stty -a | tr " ;" "\\n\\n" | grep -x -e icanon -e -icanon -e echo -e -echo | tr "\\n" " "; echo END\n')
   assert(await waitFor(() => /icanon echo END/.test(out), 10_000), `modes after: ${JSON.stringify(out.slice(-300))}`)
-  await sbx.pty.kill(h.pid)
+  // a process the command left behind that goes on writing to its pty does not keep sudo alive
+  await send('sudo sh -c \'trap \"\" HUP; (while :; do echo spam; sleep 0.02; done) & echo started\'; echo "sudo-ended=$?"\n')
+  assert(await waitFor(() => /sudo-ended=0/.test(out), 10_000), `with a writer left behind: ${JSON.stringify(out.slice(-300))}`)
+  await sbx.pty.kill(h.pid) // its group: the writer too
 })
 
 await test('pty: exit ends it with its code', async () => {
