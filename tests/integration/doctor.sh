@@ -131,7 +131,8 @@ fi
 
 # --- the writable root's lower layers: idmapped where their filesystem allows it ---
 idmap=$(grep '^[a-zA-Z ]* writable-root-idmap: ' "$tmp/text")
-if [ "$(stat -f -c %T /usr)" = v9fs ]; then # the test guest's /usr is the host's, over 9p
+# the test guest's /usr is the host's over 9p (magic 0x01021997), which cannot be idmapped
+if [ "${HUTCH_TEST_TIME_SCALE:-1}" -gt 1 ] || [ "$(stat -f -c %t /usr)" = 1021997 ]; then
     like "$idmap" "^warn writable-root-idmap: cannot be idmapped .*: /usr[,;].*cannot change them" \
         "writable-root-idmap: /usr over 9p cannot be idmapped: a warning that says what it costs"
 else
@@ -144,7 +145,7 @@ if mount -t ramfs ramfs "$tmp/ramfs" 2>/dev/null; then
     HUTCH_STATE_DIR=$tmp/ramfs/state doctor_bg "$tmp/ramfs.out"
     umount "$tmp/ramfs"
     is "$rc" 0 "a state directory on ramfs: exit 0 (sandboxes still start)"
-    like "$(grep '^warn writable-root-idmap:' "$tmp/ramfs.out")" "cannot be idmapped .*: $tmp/ramfs/state[;,]" \
+    like "$(grep '^warn writable-root-idmap:' "$tmp/ramfs.out")" "cannot be idmapped .*[:,] $tmp/ramfs/state[;,]" \
         "... and a warning naming it"
 else
     skip "a state directory on ramfs" "no ramfs here"
