@@ -20,6 +20,7 @@
 #include "serve/disk_pool.h"
 #include "serve/envd_watch.h"
 #include "serve/interp.h"
+#include "serve/layer_make.h"
 #include "serve/metrics.h"
 #include "util/strfmt.h"
 
@@ -75,38 +76,12 @@ static void handle_closed(uv_handle_t *h)
 
 /* ---------- the disk layer, made while the loop goes on ---------- */
 
-struct layer_wait {
-    uv_poll_t poll; /* the pidfd of the job's mke2fs */
-    struct sbx *sb;
-    unsigned try; /* the job's try it waits for: another one has a pidfd of its own */
-};
-
-static void layer_wait_closed(uv_handle_t *h)
-{
-    struct layer_wait *w = h->data;
-    struct sbx *sb = w->sb;
-    free(w);
-    if (--sb->open_handles == 0)
-        free(sb);
-}
-
-static void layer_poll_close(struct sbx *sb)
-{
-    if (sb->layer_wait)
-        uv_close((uv_handle_t *)&sb->layer_wait->poll, layer_wait_closed);
-    sb->layer_wait = NULL;
-}
-
 /* A creation that ends before its layer is made (killed, the daemon stopping): mke2fs killed,
  * its temporary image removed. */
 static void layer_wait_end(struct sbx *sb)
 {
-    layer_poll_close(sb);
-    if (sb->layer_job) {
-        disk_layer_create_abort(sb->layer_job);
-        free(sb->layer_job);
-        sb->layer_job = NULL;
-    }
+    layer_make_cancel(sb->layer_make);
+    sb->layer_make = NULL;
 }
 
 /* The end of a sandbox in this daemon: out of the list, handles closed, memory freed after. */
@@ -502,46 +477,18 @@ static int start_jail(struct sbx *sb, err_t *err)
     return 0;
 }
 
-static int layer_poll_open(struct sbx *sb, err_t *err);
-
-static void on_layer_made(uv_poll_t *p, int status, int events)
+static void on_layer_made(void *user, const err_t *made)
 {
-    struct layer_wait *w = p->data;
-    struct sbx *sb = w->sb;
+    struct sbx *sb = user;
+    sb->layer_make = NULL;
     err_t err;
-    int rc = disk_layer_create_step(sb->layer_job, &err);
-    if (rc == 1 && sb->layer_job->try == w->try)
-        return; /* not yet */
-    layer_poll_close(sb);
-    if (rc == 1 && layer_poll_open(sb, &err) == 0)
-        return; /* mke2fs again, with an older one's options */
-    if (rc == 1)
-        disk_layer_create_abort(sb->layer_job);
-    free(sb->layer_job);
-    sb->layer_job = NULL;
-    if (rc == 0 && start_jail(sb, &err) == 0)
+    if (made)
+        err = *made;
+    else if (start_jail(sb, &err) == 0)
         return;
     char why[STORE_REASON_MAX + 1] = "";
     strfmt_text_append(why, sizeof why, "setup failed: %s", err.msg);
     sbx_kill(sb, why, NULL, NULL); /* done() hears of it; the row is failed */
-}
-
-static int layer_poll_open(struct sbx *sb, err_t *err)
-{
-    struct layer_wait *w = calloc(1, sizeof *w);
-    if (!w)
-        return err_set(err, ENOMEM, "disk layer wait");
-    w->sb = sb;
-    w->try = sb->layer_job->try;
-    if (uv_poll_init(sb->d->loop, &w->poll, sb->layer_job->pidfd) < 0) {
-        free(w);
-        return err_set(err, EINVAL, "poll on mke2fs's pidfd");
-    }
-    w->poll.data = w;
-    sb->open_handles++;
-    sb->layer_wait = w;
-    uv_poll_start(&w->poll, UV_READABLE, on_layer_made);
-    return 0;
 }
 
 /* A first start takes a disk layer made ahead (disk_pool.h), or makes one first: mke2fs runs
@@ -563,18 +510,9 @@ static int start(struct sbx *sb, const struct store_sandbox *row, err_t *err)
     if (no_spare.errnum != ENOENT)
         fprintf(stderr, "hutch serve: %s: a spare disk layer: %s; making its own\n", sb->id,
                 no_spare.msg);
-    if (!(sb->layer_job = malloc(sizeof *sb->layer_job)))
-        return err_set(err, ENOMEM, "disk layer");
-    if (disk_layer_create_begin(layer, (uint64_t)row->disk_mb << 20, sb->layer_job, err) < 0) {
-        free(sb->layer_job);
-        sb->layer_job = NULL;
-        return -1;
-    }
-    if (layer_poll_open(sb, err) < 0) {
-        layer_wait_end(sb);
-        return -1;
-    }
-    return 0;
+    sb->layer_make =
+        layer_make_begin(d->loop, layer, (uint64_t)row->disk_mb << 20, on_layer_made, sb, err);
+    return sb->layer_make ? 0 : -1;
 }
 
 int sbx_create(struct serve *d, const struct store_sandbox *row, sbx_done_fn done, void *user,
@@ -958,53 +896,61 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
     return true;
 }
 
-/* The live rows of the last run not reopened before the daemon listened: the loop reopens
- * SBX_REOPEN_BATCH of them a turn, and a request for one reopens it at once (sbx_find). */
-static struct {
+/* The live rows of the last run not reopened before the daemon listened (d->reopen): the loop
+ * reopens SBX_REOPEN_BATCH of them a turn, and a request for one reopens it at once (sbx_find). */
+struct sbx_reopen {
     struct serve *d;
     struct live_rows l;
     size_t next; /* the rows before it are taken */
     size_t live; /* how many of them came back */
     uv_idle_t idle;
-    bool idle_open;
-} later;
+};
 
-static void take_row(struct live_row *r)
+static void take_row(struct sbx_reopen *r, struct live_row *row)
 {
-    r->taken = true;
-    later.live += reopen_one(later.d, r);
+    row->taken = true;
+    r->live += reopen_one(r->d, row);
 }
 
-static void later_end(bool all)
+static void reopen_free(uv_handle_t *h)
 {
-    if (later.idle_open) {
-        uv_idle_stop(&later.idle);
-        uv_close((uv_handle_t *)&later.idle, NULL);
-        later.idle_open = false;
-    }
-    if (all && later.l.n)
-        fprintf(stderr, "hutch serve: %zu more sandboxes reopened from the loop\n", later.live);
-    free(later.l.rows);
-    memset(&later.l, 0, sizeof later.l);
-    later.next = 0;
+    struct sbx_reopen *r = h->data;
+    free(r->l.rows);
+    free(r);
+}
+
+/* The reopen from the loop ends: all done, or the daemon stops (the rest stay live for the next
+ * one). */
+static void reopen_end(struct serve *d, bool all)
+{
+    struct sbx_reopen *r = d->reopen;
+    if (!r)
+        return;
+    if (all)
+        fprintf(stderr, "hutch serve: %zu more sandboxes reopened from the loop\n", r->live);
+    d->reopen = NULL;
+    uv_idle_stop(&r->idle);
+    uv_close((uv_handle_t *)&r->idle, reopen_free);
 }
 
 static void reopen_batch(uv_idle_t *h)
 {
-    for (size_t n = 0; later.next < later.l.n && n < SBX_REOPEN_BATCH; later.next++)
-        if (!later.l.rows[later.next].taken) {
-            take_row(&later.l.rows[later.next]);
+    struct sbx_reopen *r = h->data;
+    for (size_t n = 0; r->next < r->l.n && n < SBX_REOPEN_BATCH; r->next++)
+        if (!r->l.rows[r->next].taken) {
+            take_row(r, &r->l.rows[r->next]);
             n++;
         }
-    if (later.next >= later.l.n)
-        later_end(true);
+    if (r->next >= r->l.n)
+        reopen_end(r->d, true);
 }
 
 static struct sbx *reopen_now(struct serve *d, const char *id)
 {
-    for (size_t i = later.next; i < later.l.n; i++)
-        if (!later.l.rows[i].taken && strcmp(later.l.rows[i].id, id) == 0) {
-            take_row(&later.l.rows[i]);
+    struct sbx_reopen *r = d->reopen;
+    for (size_t i = r ? r->next : 0; r && i < r->l.n; i++)
+        if (!r->l.rows[i].taken && strcmp(r->l.rows[i].id, id) == 0) {
+            take_row(r, &r->l.rows[i]);
             return find_open(d, id);
         }
     return NULL;
@@ -1012,8 +958,8 @@ static struct sbx *reopen_now(struct serve *d, const char *id)
 
 void sbx_reopen_rest(struct serve *d)
 {
-    while (later.next < later.l.n)
-        reopen_batch(&later.idle);
+    while (d->reopen)
+        reopen_batch(&d->reopen->idle);
 }
 
 size_t sbx_reopen_all(struct serve *d)
@@ -1026,25 +972,28 @@ size_t sbx_reopen_all(struct serve *d)
     size_t live = 0, i = 0;
     for (; i < l.n && i < SBX_REOPEN_FIRST; i++)
         live += reopen_one(d, &l.rows[i]);
-    if (i == l.n) {
-        free(l.rows);
+    struct sbx_reopen *r = i < l.n ? calloc(1, sizeof *r) : NULL;
+    if (r && uv_idle_init(d->loop, &r->idle) == 0) {
+        fprintf(stderr, "hutch serve: %zu more live sandboxes are reopened from the loop\n",
+                l.n - i);
+        r->d = d;
+        r->l = l;
+        r->next = i;
+        r->idle.data = r;
+        d->reopen = r;
+        uv_idle_start(&r->idle, reopen_batch);
         return live;
     }
-    later.d = d;
-    later.l = l;
-    later.next = i;
-    later.live = 0;
-    if (uv_idle_init(d->loop, &later.idle) == 0 && uv_idle_start(&later.idle, reopen_batch) == 0)
-        later.idle_open = true;
-    else
-        sbx_reopen_rest(d); /* no loop to lean on: all of them now */
-    fprintf(stderr, "hutch serve: %zu more live sandboxes are reopened from the loop\n", l.n - i);
+    free(r);
+    for (; i < l.n; i++) /* no loop to lean on: all of them now */
+        live += reopen_one(d, &l.rows[i]);
+    free(l.rows);
     return live;
 }
 
 void sbx_detach_all(struct serve *d)
 {
-    later_end(false); /* the rest stay live for the next daemon */
+    reopen_end(d, false); /* the rest stay live for the next daemon */
     for (;;) {
         /* the warm pool's, being killed (pool_stop), go when that is done */
         struct sbx *sb = d->sandboxes;

@@ -30,8 +30,7 @@ struct agent_pending;
 struct agent_sub;
 struct scmd;
 struct sbx_metrics;
-struct disk_layer_job;
-struct layer_wait;
+struct layer_make;
 struct swatch;
 struct interp_state;
 
@@ -59,10 +58,9 @@ struct sbx {
     struct jail jail;
     bool have_jail;
     struct uid_range uids;
-    /* while creating: its disk layer being made (mke2fs waited for through its pidfd), and the
+    /* while creating: its disk layer being made (layer_make.h; NULL when none is), and the
      * limits the start after it needs */
-    struct disk_layer_job *layer_job;
-    struct layer_wait *layer_wait;
+    struct layer_make *layer_make;
     uint32_t memory_mb, cpu_count, disk_mb;
     uv_poll_t ctl_poll;   /* control_fd: READY while creating, then init's messages */
     uv_poll_t pidfd_poll; /* init's pidfd, while killing */

@@ -19,6 +19,8 @@
 
 struct sbx;
 struct http_server;
+struct disk_pool;
+struct sbx_reopen;
 
 struct serve {
     uv_loop_t *loop;
@@ -49,6 +51,8 @@ struct serve {
     size_t n_mounts;
     struct sbx *sandboxes; /* the live ones (sandbox.c) */
     size_t n_sandboxes;
+    struct sbx_reopen *reopen;   /* the last run's sandboxes still to reopen (sandbox.c) */
+    struct disk_pool *disk_pool; /* disk layers made ahead (disk_pool.c); NULL when stopped */
     uv_signal_t sig_term, sig_int;
     bool stopping;
     bool pool_wanted; /* a create of the pool's template came: the warm pool is kept (pool.c) */
