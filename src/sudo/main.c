@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,16 @@ static void blocked_signals(sigset_t *set)
     sigaddset(set, SIGWINCH);
 }
 
-static _Noreturn void fail_exit(void)
+/* After the relay began: it ends (the terminal as it was) before "sudo: MESSAGE" is said. */
+static _Noreturn __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...)
 {
     tty_relay_end(&relay);
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("sudo: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
     _exit(1);
 }
 
@@ -129,18 +137,11 @@ static _Noreturn void end_as(int32_t code, uint32_t sig)
 static void run(const uint8_t *req, size_t len, const int stdio[3], const char *command)
 {
     int sock = connect_service();
-    if (sock < 0) {
-        tty_relay_end(&relay);
-        fprintf(stderr, "sudo: cannot reach the sandbox's sudo service (%s): %s\n",
-                PROTO_SUDO_SOCKET, strerror(errno));
-        _exit(1);
-    }
-    if (send_all(sock, req, len, stdio, 3) < 0) {
-        tty_relay_end(&relay);
-        fprintf(stderr, "sudo: %s\n",
-                errno == EMSGSIZE ? "argument list too long" : strerror(errno));
-        _exit(1);
-    }
+    if (sock < 0)
+        fail("cannot reach the sandbox's sudo service (%s): %s", PROTO_SUDO_SOCKET,
+             strerror(errno));
+    if (send_all(sock, req, len, stdio, 3) < 0)
+        fail("%s", errno == EMSGSIZE ? "argument list too long" : strerror(errno));
     sigset_t set;
     blocked_signals(&set);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -194,20 +195,15 @@ static void run(const uint8_t *req, size_t len, const int stdio[3], const char *
                     close(sfd);
                 return;
             }
-            tty_relay_end(&relay);
             if (errnum == ENOENT && msg && strncmp(msg, "cannot execute", 14) == 0)
-                fprintf(stderr, "sudo: %s: command not found\n", command);
-            else
-                fprintf(stderr, "sudo: %s\n", msg ? msg : strerror((int)errnum));
-            fail_exit();
+                fail("%s: command not found", command);
+            fail("%s", msg ? msg : strerror((int)errnum));
         }
         if (m.type == PROTO_SUDO_STARTED)
             tty_relay_started(&relay);
         /* anything else: nothing to do */
     }
-    tty_relay_end(&relay);
-    fprintf(stderr, "sudo: the sandbox's sudo service closed the connection\n");
-    _exit(1);
+    fail("the sandbox's sudo service closed the connection");
 }
 
 int main(int argc, char **argv)
@@ -289,7 +285,5 @@ int main(int argc, char **argv)
         struct timespec ts = {0, (attempt < 10 ? 10 : 100) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    tty_relay_end(&relay);
-    fprintf(stderr, "sudo: the sandbox's sudo service stays busy\n");
-    return 1;
+    fail("the sandbox's sudo service stays busy");
 }
