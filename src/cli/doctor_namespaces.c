@@ -325,10 +325,11 @@ void check_idmap(struct doctor_result *r)
         char at_path[PATH_MAX];
         snprintf(at_path, sizeof at_path, "%s", paths[i]);
         struct stat st;
+        int found;
         char *cut;
-        while (stat(at_path, &st) < 0 && (cut = strrchr(at_path, '/')) && cut > at_path)
+        while ((found = stat(at_path, &st)) < 0 && (cut = strrchr(at_path, '/')) && cut > at_path)
             *cut = '\0';
-        if (stat(at_path, &st) < 0 || !S_ISDIR(st.st_mode) || strcmp(at_path, "/") == 0)
+        if (found < 0 || !S_ISDIR(st.st_mode) || strcmp(at_path, "/") == 0)
             continue; /* a host without dpkg */
         bool unmapped;
         int fd = idmap_clone(ns, at_path, &unmapped, &err);
