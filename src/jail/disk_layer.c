@@ -327,8 +327,12 @@ int disk_layer_adopt(const char *from, const char *to, uint64_t bytes, err_t *er
     /* The image is whole and durable already (disk_layer_create_step): only the names move. */
     if (renameat(fromdir, DISK_LAYER_IMAGE, todir, DISK_LAYER_IMAGE) < 0)
         return err_set(err, errno, "disk layer: move %s to %s", src, dst);
-    if (fsync(todir) < 0 || fsync(fromdir) < 0)
-        return err_set(err, errno, "disk layer: write the move of %s to %s", src, dst);
+    if (fsync(todir) < 0 || fsync(fromdir) < 0) {
+        /* Not durable: moved back (best effort), so that a failure means nothing moved. */
+        err_set(err, errno, "disk layer: write the move of %s to %s", src, dst);
+        renameat(todir, DISK_LAYER_IMAGE, fromdir, DISK_LAYER_IMAGE);
+        return -1;
+    }
     unlinkat(fromdir, ERR_FILE, 0);
     rmdir(from); /* empty now, unless something else was put there */
     return 0;

@@ -56,8 +56,9 @@ void disk_layer_create_abort(struct disk_layer_job *job);
 /* Moves the layer FROM/disk.img (made by disk_layer_create, ahead of need) to TO/disk.img, TO
  * made (mode 0700, its parent must exist) if missing, FROM removed once empty; the move is
  * durable when this returns. EINVAL (nothing moved) unless the image's filesystem is exactly
- * bytes (rounded down to 4 KiB) big; EEXIST if TO has a layer. Microseconds plus two directory
- * fsyncs, against mke2fs's milliseconds. */
+ * bytes (rounded down to 4 KiB) big; EEXIST if TO has a layer; on any failure the image is
+ * where it was (one whose move could not be made durable is moved back). Microseconds plus two
+ * directory fsyncs, against mke2fs's milliseconds. */
 int disk_layer_adopt(const char *from, const char *to, uint64_t bytes, err_t *err);
 /* Whether DIR/disk.img exists. */
 bool disk_layer_exists(const char *dir);
