@@ -1,4 +1,4 @@
-/* The warm pool (pool.h). */
+/* The warm pools (pool.h). */
 #include "serve/pool.h"
 
 #include <errno.h>
@@ -17,14 +17,40 @@
 #define POOL_LIFETIME (7 * 24 * 3600 * 1000LL) /* a pool sandbox's deadline until it is taken */
 #define POOL_METADATA "{\"" POOL_MARK "\":\"warm\"}"
 
+/* The templates with a pool: code-interpreter-v1's sandboxes have their zygote warm before they
+ * are taken; base's are only started. Both are the same jail (template "base"). */
+static const struct pool_kind {
+    const char *alias;
+    bool warm_kernels;
+} kinds[] = {{"base", false}, {POOL_TEMPLATE, true}};
+#define N_KINDS (sizeof kinds / sizeof kinds[0])
+
+struct warm_pools {
+    struct serve *d;
+    unsigned wanted;   /* a bit a kind: a create of it came */
+    unsigned target;   /* HUTCH_POOL */
+    uv_timer_t refill; /* after a take: the successor is made once the create was answered */
+};
+
+static const struct pool_kind *kind_of(const char *alias)
+{
+    for (size_t i = 0; i < N_KINDS; i++)
+        if (strcmp(kinds[i].alias, alias) == 0)
+            return &kinds[i];
+    return NULL;
+}
+
 static unsigned pool_target(void)
 {
     const char *env = getenv("HUTCH_POOL");
+    uint64_t n;
     if (!env || !env[0])
         return POOL_DEFAULT;
-    char *end;
-    unsigned long n = strtoul(env, &end, 10);
-    return *end || n > POOL_MAX ? POOL_DEFAULT : (unsigned)n;
+    if (parse_count(env, 0, POOL_MAX, &n) == 0)
+        return (unsigned)n;
+    fprintf(stderr, "hutch serve: HUTCH_POOL=%s is not 0 to %d: %d a template\n", env, POOL_MAX,
+            POOL_DEFAULT);
+    return POOL_DEFAULT;
 }
 
 bool pool_marked(const char *metadata_json)
@@ -39,21 +65,26 @@ static void pool_created(struct sbx *sb, int rc, const char *message, void *user
         fprintf(stderr, "hutch serve: a warm pool sandbox failed: %s\n", message ? message : "");
         return;
     }
-    interp_warm(sb); /* its zygote, the data stack imported */
+    if (kinds[sb->pool_kind].warm_kernels)
+        interp_warm(sb); /* its zygote, the data stack imported */
 }
 
-static void pool_fill(struct serve *d)
+static bool available(const struct sbx *sb)
 {
-    if (!d->pool_wanted || d->stopping)
-        return;
-    unsigned have = 0, target = pool_target();
+    return sb->pooled && !sb->killing && !sb->gone;
+}
+
+static void fill_kind(struct warm_pools *p, unsigned k)
+{
+    struct serve *d = p->d;
+    unsigned have = 0;
     for (struct sbx *sb = d->sandboxes; sb; sb = sb->next)
-        have += sb->pooled && !sb->killing && !sb->gone;
-    while (have < target) {
+        have += available(sb) && sb->pool_kind == k;
+    while (have < p->target) {
         struct store_sandbox row = {0};
         api_sandbox_id_new(row.id);
         snprintf(row.template_id, sizeof row.template_id, "base");
-        snprintf(row.alias, sizeof row.alias, "%s", POOL_TEMPLATE);
+        snprintf(row.alias, sizeof row.alias, "%s", kinds[k].alias);
         row.state = SANDBOX_CREATING;
         row.created_ms = sbx_wall_ms();
         row.deadline_ms = row.created_ms + POOL_LIFETIME;
@@ -65,39 +96,80 @@ static void pool_fill(struct serve *d)
         err_t err;
         if (auth_token_new("", row.envd_token, sizeof row.envd_token) < 0 ||
             sbx_create(d, &row, pool_created, NULL, &err) < 0) {
-            fprintf(stderr, "hutch serve: the warm pool: %s\n", err.msg);
+            fprintf(stderr, "hutch serve: the warm pool of %s: %s\n", kinds[k].alias, err.msg);
             return;
         }
         struct sbx *sb = sbx_find(d, row.id);
-        if (sb)
+        if (sb) {
             sb->pooled = true;
+            sb->pool_kind = (unsigned char)k;
+        }
         have++;
     }
 }
 
-void pool_wanted(struct serve *d)
+static void on_refill(uv_timer_t *t)
 {
-    if (d->pool_wanted)
+    struct warm_pools *p = t->data;
+    if (p->d->stopping)
         return;
-    d->pool_wanted = true;
-    pool_fill(d);
+    for (unsigned k = 0; k < N_KINDS; k++)
+        if (p->wanted & (1u << k))
+            fill_kind(p, k);
+}
+
+/* The pools are filled from the loop's next turn: the create that took one is answered first. */
+static void refill_soon(struct warm_pools *p)
+{
+    uv_timer_start(&p->refill, on_refill, 0, 0);
+}
+
+void pool_wanted(struct serve *d, const char *alias)
+{
+    const struct pool_kind *kind = kind_of(alias);
+    if (!kind || d->stopping)
+        return;
+    struct warm_pools *p = d->pools;
+    if (!p) {
+        if (!(p = calloc(1, sizeof *p)) || uv_timer_init(d->loop, &p->refill) < 0) {
+            free(p);
+            fprintf(stderr, "hutch serve: the warm pools: out of memory; none\n");
+            return;
+        }
+        p->d = d;
+        p->target = pool_target();
+        p->refill.data = p;
+        d->pools = p;
+    }
+    unsigned bit = 1u << (kind - kinds);
+    if (p->wanted & bit)
+        return;
+    p->wanted |= bit;
+    refill_soon(p);
 }
 
 struct sbx *pool_take(struct serve *d, struct store_sandbox *want, err_t *err)
 {
+    const struct pool_kind *kind = kind_of(want->alias);
+    struct warm_pools *p = d->pools;
+    if (!kind || !p)
+        return NULL;
+    unsigned k = (unsigned)(kind - kinds);
     struct sbx *found = NULL;
     for (struct sbx *sb = d->sandboxes; sb && !found; sb = sb->next)
-        if (sb->pooled && !sb->killing && !sb->gone && !sb->done && sb->state == SANDBOX_RUNNING &&
-            interp_zygote_ready(sb))
+        if (available(sb) && sb->pool_kind == k && !sb->done && sb->state == SANDBOX_RUNNING &&
+            (!kind->warm_kernels || interp_zygote_ready(sb)))
             found = sb;
-    if (!found) {
-        pool_fill(d);
+    refill_soon(p); /* its successor, or the first one if none was ready */
+    if (!found)
         return NULL;
-    }
+    char own_id[sizeof want->id];
+    snprintf(own_id, sizeof own_id, "%s", want->id);
     snprintf(want->id, sizeof want->id, "%s", found->id);
     if (store_sandbox_claim(d->store, want, err) < 0) {
+        fprintf(stderr, "hutch serve: the warm pool: %s\n", err->msg);
         sbx_kill(found, "the warm pool could not give it away", NULL, NULL);
-        pool_fill(d);
+        snprintf(want->id, sizeof want->id, "%s", own_id); /* the create makes its own */
         return NULL;
     }
     found->pooled = false;
@@ -106,15 +178,23 @@ struct sbx *pool_take(struct serve *d, struct store_sandbox *want, err_t *err)
     found->auto_resume = want->auto_resume;
     if (sbx_set_deadline(found, want->deadline_ms, err) < 0)
         fprintf(stderr, "hutch serve: sandbox %s: %s\n", found->id, err->msg);
-    pool_fill(d); /* its successor */
     return found;
+}
+
+static void pools_free(uv_handle_t *h)
+{
+    free(h->data);
 }
 
 void pool_stop(struct serve *d)
 {
     for (struct sbx *sb = d->sandboxes, *next; sb; sb = next) {
         next = sb->next;
-        if (sb->pooled && !sb->killing && !sb->gone)
+        if (available(sb))
             sbx_kill(sb, "the daemon stopped: its warm pool goes with it", NULL, NULL);
+    }
+    if (d->pools) {
+        uv_close((uv_handle_t *)&d->pools->refill, pools_free);
+        d->pools = NULL;
     }
 }

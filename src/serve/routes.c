@@ -190,13 +190,11 @@ static void handle_create(struct call *c)
         http_respond_error(c->x, 500, "no random token");
         return;
     }
-    if (strcmp(r->alias, POOL_TEMPLATE) == 0) {
-        pool_wanted(c->d);
-        /* one made ahead, unless other sizes were asked for */
-        if (!ns_sized && pool_take(c->d, r, &err)) {
-            respond_sandbox(c, 201, r->id, API_SANDBOX_CREATED);
-            return;
-        }
+    pool_wanted(c->d, r->alias);
+    /* one made ahead, unless other sizes were asked for */
+    if (!ns_sized && pool_take(c->d, r, &err)) {
+        respond_sandbox(c, 201, r->id, API_SANDBOX_CREATED);
+        return;
     }
     c->waiting = true;
     if (sbx_create(c->d, r, created, c, &err) < 0) {

@@ -68,9 +68,10 @@ struct sbx {
     uv_timer_t step_timer; /* setup deadline, cgroup removal retries, freeze polling */
     unsigned open_handles;
     bool ctl_polling, pidfd_polling, killing, gone;
-    bool adopt_on_resume;   /* reopened paused: its commands are attached once it runs */
-    bool pooled;            /* in the warm pool (pool.c): nobody's yet, hidden from every call */
-    bool cold;              /* paused without memory: no jail, its disk layer on disk */
+    bool adopt_on_resume;    /* reopened paused: its commands are attached once it runs */
+    bool pooled;             /* in a warm pool (pool.c): nobody's yet, hidden from every call */
+    unsigned char pool_kind; /* which pool (pool.c), while pooled */
+    bool cold;               /* paused without memory: no jail, its disk layer on disk */
     bool cold_stopping;     /* its processes are being killed for a cold pause (the kill's steps) */
     bool booting;           /* cold-paused, being started again (the create's steps) */
     unsigned polls_closing; /* ctl_poll, pidfd_poll closed after a cold pause, not yet done */

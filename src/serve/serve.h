@@ -20,6 +20,7 @@
 struct sbx;
 struct http_server;
 struct disk_pool;
+struct warm_pools;
 struct sbx_reopen;
 
 struct serve {
@@ -55,7 +56,7 @@ struct serve {
     struct disk_pool *disk_pool; /* disk layers made ahead (disk_pool.c); NULL when stopped */
     uv_signal_t sig_term, sig_int;
     bool stopping;
-    bool pool_wanted; /* a create of the pool's template came: the warm pool is kept (pool.c) */
+    struct warm_pools *pools; /* pool.c; NULL until a create of a template with a pool came */
     struct host_zygote
         *host_zygote; /* the host's python zygote (host_zygote.c); NULL until wanted */
 };

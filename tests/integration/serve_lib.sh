@@ -3,7 +3,9 @@
 #   serve_setup NAME         KEY, PORT, U (the base URL), daemon, made (ids to kill at the end),
 #                            LOG (in $scratch if use_scratch came first, else /tmp/hutch-NAME-log.*);
 #                            serve_cleanup on EXIT
-#   start_daemon [VAR=VALUE...]  starts it with those variables set; 1 if /health never answers
+#   start_daemon [VAR=VALUE...]  starts it with those variables set (HUTCH_POOL=0 unless given:
+#                            a warm pool's hidden sandboxes would change the counts tests make);
+#                            1 if /health never answers
 #   daemon_answers [VAR=VALUE...]  start_daemon as a check: the test ends, with the log, if not
 #   serve_cleanup            kills the sandboxes in made, then the daemon; removes LOG (or the
 #                            scratch directory) and the test's private dirs. A test's own cleanup
@@ -34,7 +36,7 @@ serve_setup() {
 }
 
 start_daemon() {
-    env HUTCH_API_KEY="$KEY" "$@" "$HUTCH" serve --listen "127.0.0.1:$PORT" >>"$LOG" 2>&1 &
+    env HUTCH_API_KEY="$KEY" HUTCH_POOL=0 "$@" "$HUTCH" serve --listen "127.0.0.1:$PORT" >>"$LOG" 2>&1 &
     daemon=$!
     for _ in $(seq 100); do
         curl -s -o /dev/null "$U/health" && return 0
