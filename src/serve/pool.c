@@ -16,6 +16,11 @@
 #define POOL_MAX      64
 #define POOL_LIFETIME (7 * 24 * 3600 * 1000LL) /* a pool sandbox's deadline until it is taken */
 #define POOL_METADATA "{\"" POOL_MARK "\":\"warm\"}"
+/* A create's client starts its first command at once; a successor's start blocks the loop for
+ * about 10 ms (the disk layer's mount, the clone) and takes a CPU for longer, which on 2 CPUs cost
+ * that command 14 ms to its first output (33 against 19 ms, bench/README.md). 30 ms later it
+ * meets the command's end or the creator's next call instead. */
+#define POOL_REFILL_DELAY_MS 30
 
 /* The templates with a pool: code-interpreter-v1's sandboxes have their zygote warm before they
  * are taken; base's are only started. Both are the same jail (template "base"). */
@@ -29,7 +34,7 @@ struct warm_pools {
     struct serve *d;
     unsigned wanted;   /* a bit a kind: a create of it came */
     unsigned target;   /* HUTCH_POOL */
-    uv_timer_t refill; /* after a take: the successor is made once the create was answered */
+    uv_timer_t refill; /* after a take: its successor is made a little later */
 };
 
 static const struct pool_kind *kind_of(const char *alias)
@@ -118,10 +123,11 @@ static void on_refill(uv_timer_t *t)
             fill_kind(p, k);
 }
 
-/* The pools are filled from the loop's next turn: the create that took one is answered first. */
+/* The pools are filled POOL_REFILL_DELAY_MS after the last take (or the first create): the
+ * creator's first command goes first. */
 static void refill_soon(struct warm_pools *p)
 {
-    uv_timer_start(&p->refill, on_refill, 0, 0);
+    uv_timer_start(&p->refill, on_refill, POOL_REFILL_DELAY_MS, 0);
 }
 
 void pool_wanted(struct serve *d, const char *alias)

@@ -5,12 +5,12 @@
  * Python (1.4 s of CPU).
  *
  * HUTCH_POOL sandboxes a template (default 1; 0: none), made once the first create of that
- * template came, and made again after each one is taken (from the loop's next turn: the create
- * that took it is answered first). One is taken by a create of its template with the default
- * sizes (cpuCount, memoryMB, diskSizeMB not given), once it runs (and, for code-interpreter-v1,
- * its zygote is ready); the create's metadata, env vars, timeout and lifecycle become its own
- * (store_sandbox_claim), and its commands, kernels included, see the env vars (each command's env
- * is made at its start). Nothing ran in it before: it holds its init and, for
+ * template came, and made again after each one is taken (30 ms after the last take: the
+ * creator's first command goes first; pool.c says why). One is taken by a create of its template
+ * with the default sizes (cpuCount, memoryMB, diskSizeMB not given), once it runs (and, for
+ * code-interpreter-v1, its zygote is ready); the create's metadata, env vars, timeout and lifecycle
+ * become its own (store_sandbox_claim), and its commands, kernels included, see the env vars (each
+ * command's env is made at its start). Nothing ran in it before: it holds its init and, for
  * code-interpreter-v1, its zygote.
  *
  * Until taken, a pool sandbox is nobody's: hidden from get and every other call (its id was never
