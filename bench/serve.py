@@ -8,8 +8,9 @@ costs a client of `hutch serve`, each figure next to a baseline measured in the 
            fork+exec+wait of /bin/true from this process.
   sdk      the same through the real E2B SDK (bench/serve_sdk.mjs): Sandbox.create() and
            commands.run('echo x') to its first stdout byte, BENCH_N in a row and BENCH_TOGETHER
-           (50) at once, against `hutch run -- /bin/echo x` (and `docker run -d` + `docker exec`
-           where a docker daemon answers).
+           (50) at once (with the warm pool, the default), against the same in a row with
+           HUTCH_POOL=0, `hutch run -- /bin/echo x` (and `docker run -d` + `docker exec` where a
+           docker daemon answers).
   pause    pause and resume (POST /sandboxes/ID/pause, then /resume) of a sandbox with a command
            running, against GET /sandboxes/ID (the API's own round trip) in the same rounds.
   idle     BENCH_IDLE_N (1000) idle sandboxes held: MemAvailable and the daemon's RSS a sandbox,
@@ -46,10 +47,10 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, tmp):
+    def __init__(self, tmp, **env):
         self.tmp, self.port, self.proc = tmp, free_port(), None
         self.env = {**os.environ, "HUTCH_API_KEY": KEY, "HUTCH_STATE_DIR": tmp + "/state",
-                    "HUTCH_RUN_DIR": tmp + "/run"}
+                    "HUTCH_RUN_DIR": tmp + "/run", **env}
         self.log = open(tmp + "/serve.log", "ab")
 
     def start(self):
@@ -212,6 +213,17 @@ def docker_round(image):
     return took
 
 
+def sdk_rounds(d, row, together):
+    """serve_sdk.mjs against daemon d: its JSON (ms in a row, ms together, the wall of those)."""
+    url = "http://127.0.0.1:%d" % d.port
+    sdk_env = {**os.environ, "E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": KEY}
+    r = subprocess.run(["node", os.path.join(ROOT, "bench/serve_sdk.mjs"), str(row), str(together),
+                        str(WARMUP)], env=sdk_env, capture_output=True, timeout=1800)
+    if r.returncode != 0:
+        raise SystemExit("bench: serve_sdk.mjs failed: %s" % r.stderr.decode()[-2000:])
+    return json.loads(r.stdout.decode().strip().splitlines()[-1])
+
+
 def bench_sdk(d, tmp):
     node_sdk = os.path.join(ROOT, "tests/e2e/node_modules/e2b/package.json")
     if not os.path.exists(node_sdk):
@@ -219,20 +231,23 @@ def bench_sdk(d, tmp):
         return
     env = {**os.environ, "HUTCH_STATE_DIR": tmp + "/run-state", "HUTCH_RUN_DIR": tmp + "/run-run"}
     before = [hutch_run_echo(env) for _ in range(WARMUP + N // 2)][WARMUP:]
-    url = "http://127.0.0.1:%d" % d.port
-    sdk_env = {**os.environ, "E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": KEY}
-    r = subprocess.run(["node", os.path.join(ROOT, "bench/serve_sdk.mjs"), str(N), str(TOGETHER),
-                        str(WARMUP)], env=sdk_env, capture_output=True, timeout=1800)
-    if r.returncode != 0:
-        raise SystemExit("bench: serve_sdk.mjs failed: %s" % r.stderr.decode()[-2000:])
-    got = json.loads(r.stdout.decode().strip().splitlines()[-1])
+    got = sdk_rounds(d, N, TOGETHER)
     after = [hutch_run_echo(env) for _ in range(N - N // 2)]
+    # the previous version's way: every create starts its own sandbox (no warm pool)
+    os.makedirs(tmp + "/no-pool", mode=0o755)
+    cold = Daemon(tmp + "/no-pool", HUTCH_POOL="0")
+    try:
+        cold.start()
+        unpooled = [ms / 1e3 for ms in sdk_rounds(cold, N, 0)["row"]]
+    finally:
+        cold.stop()
     base = before + after
     row = [ms / 1e3 for ms in got["row"]]
     together = [ms / 1e3 for ms in got["together"]]
     print("sdk      %-36s %s" % ("SDK create + first output, in a row", summary(row)))
     print("sdk      %-36s %s  (all %d in %.0f ms)" % ("... %d at once" % TOGETHER, summary(together),
                                                      TOGETHER, got["together_wall"]))
+    print("sdk      %-36s %s" % ("... without the pool (HUTCH_POOL=0)", summary(unpooled)))
     print("sdk      %-36s %s" % ("hutch run -- /bin/echo x", summary(base)))
     print("sdk      %-36s p50 %8.2fx    p99 %8.2fx" % ("ratio in a row / hutch run",
                                                        pct(row, .5) / pct(base, .5), pct(row, .99) / pct(base, .99)))
