@@ -904,6 +904,7 @@ struct sbx_reopen {
     size_t next; /* the rows before it are taken */
     size_t live; /* how many of them came back */
     uv_idle_t idle;
+    void (*then)(struct serve *d);
 };
 
 static void take_row(struct sbx_reopen *r, struct live_row *row)
@@ -931,6 +932,8 @@ static void reopen_end(struct serve *d, bool all)
     d->reopen = NULL;
     uv_idle_stop(&r->idle);
     uv_close((uv_handle_t *)&r->idle, reopen_free);
+    if (all && r->then)
+        r->then(d);
 }
 
 static void reopen_batch(uv_idle_t *h)
@@ -962,7 +965,7 @@ void sbx_reopen_rest(struct serve *d)
         reopen_batch(&d->reopen->idle);
 }
 
-size_t sbx_reopen_all(struct serve *d)
+size_t sbx_reopen_all(struct serve *d, void (*then)(struct serve *d))
 {
     struct live_rows l = {0};
     err_t err;
@@ -979,6 +982,7 @@ size_t sbx_reopen_all(struct serve *d)
         r->d = d;
         r->l = l;
         r->next = i;
+        r->then = then;
         r->idle.data = r;
         d->reopen = r;
         uv_idle_start(&r->idle, reopen_batch);
@@ -988,6 +992,8 @@ size_t sbx_reopen_all(struct serve *d)
     for (; i < l.n; i++) /* no loop to lean on: all of them now */
         live += reopen_one(d, &l.rows[i]);
     free(l.rows);
+    if (then)
+        then(d);
     return live;
 }
 

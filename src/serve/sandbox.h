@@ -113,10 +113,12 @@ struct sbx *sbx_find(struct serve *d, const char *id);
 /* After a restart: reopens every live row's sandbox, the first SBX_REOPEN_FIRST now (returns how
  * many of them are live again), the rest from the loop, SBX_REOPEN_BATCH a turn, so that the
  * daemon answers while it reopens a thousand; sbx_find reopens a sandbox not reached yet at once.
+ * then(d) is called once all are reopened (before this returns when none is left for the loop):
+ * the daemon's background work that would compete with the reopen for the CPUs waits for it.
  * sbx_reopen_rest reopens all of the rest now (for a caller that must see every sandbox). */
 #define SBX_REOPEN_FIRST 64
 #define SBX_REOPEN_BATCH 32
-size_t sbx_reopen_all(struct serve *d);
+size_t sbx_reopen_all(struct serve *d, void (*then)(struct serve *d));
 void sbx_reopen_rest(struct serve *d);
 /* The daemon stops: handles closed, sandboxes left running. */
 void sbx_detach_all(struct serve *d);

@@ -337,6 +337,17 @@ static int setup(struct serve *d, const struct serve_options *o, err_t *err)
     return 0;
 }
 
+/* The daemon's own work ahead of need, once the last run's sandboxes are all reopened: the host's
+ * python zygote (its imports take a second or two of a CPU), so that the first code context does
+ * not wait for it (it lives as long as the daemon), and the disk layers made ahead (mke2fs). */
+static void start_background(struct serve *d)
+{
+    if (d->stopping)
+        return;
+    host_zygote_want(d);
+    disk_pool_start(d);
+}
+
 int serve_main(int argc, char **argv)
 {
     struct serve_options o = {0};
@@ -372,11 +383,7 @@ int serve_main(int argc, char **argv)
     d.sig_term.data = d.sig_int.data = &d;
     uv_signal_start(&d.sig_term, on_stop_signal, SIGTERM);
     uv_signal_start(&d.sig_int, on_stop_signal, SIGINT);
-    /* The host's python zygote warms from the start (its imports take a second or two of CPU),
-     * so that the first code context does not wait for it; it lives as long as the daemon. */
-    host_zygote_want(&d);
-    size_t live = sbx_reopen_all(&d);
-    disk_pool_start(&d); /* after the reopen: its mke2fs does not slow that down */
+    size_t live = sbx_reopen_all(&d, start_background);
     fprintf(stderr, "hutch serve: listening on http://%s%s%s:%u and %s; %zu sandboxes reopened\n",
             strchr(o.host, ':') ? "[" : "", o.host, strchr(o.host, ':') ? "]" : "", port,
             o.socket_path ? o.socket_path : sock, live);
