@@ -45,14 +45,13 @@ static void queue_drop(struct scmd *c, struct scmd_input *q)
 }
 
 /* stdin closed here and in init (init keeps a copy of every pipe's end for ATTACH). */
-static int close_stdin_now(struct scmd *c, err_t *err)
+static int close_stdin_now(struct scmd *c, agent_fn fn, void *user, err_t *err)
 {
     queue_drop(c, queue_of(c, false));
     if (c->stdin_fd >= 0)
         close(c->stdin_fd);
     c->stdin_fd = -1;
-    return jail_agent_request(&c->sb->jail, PROTO_STDIN_CLOSE, agent_next_id(c->sb), c->cmd_id, 0,
-                              false, err);
+    return scmd_request_answered(c, PROTO_STDIN_CLOSE, 0, false, fn, user, err);
 }
 
 /* Writes what the fd takes now. 0: all of it or EAGAIN (the rest stays queued); -1 with err. */
@@ -91,7 +90,7 @@ static void on_writable(uv_poll_t *p, int status, int events)
     q->polling = false;
     if (q->close_after) {
         q->close_after = false;
-        if (close_stdin_now(c, &err) < 0)
+        if (close_stdin_now(c, NULL, NULL, &err) < 0)
             fprintf(stderr, "hutch serve: %s: close stdin of %u: %s\n", c->sb->id, c->pid, err.msg);
     }
     if (c->input_drained) {
@@ -182,14 +181,14 @@ void scmd_input_on_drained(struct scmd *c, scmd_drained_fn fn, void *user)
     c->input_drained_user = user;
 }
 
-int scmd_close_stdin(struct scmd *c, err_t *err)
+int scmd_close_stdin(struct scmd *c, agent_fn fn, void *user, err_t *err)
 {
     struct scmd_input *q = queue_of(c, false);
     if (queued(q) > 0) { /* after what waits */
         q->close_after = true;
-        return 0;
+        return 1;
     }
-    return close_stdin_now(c, err);
+    return close_stdin_now(c, fn, user, err);
 }
 
 void scmd_input_init(struct scmd *c)

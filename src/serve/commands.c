@@ -537,10 +537,40 @@ struct scmd *scmd_find(struct sbx *sb, uint32_t pid, const char *tag)
 
 int scmd_signal(struct scmd *c, int signo, err_t *err)
 {
+    return scmd_signal_answered(c, signo, NULL, NULL, err) < 0 ? -1 : 0;
+}
+
+int scmd_answer_check(const struct jail_agent_msg *m, const char *why, err_t *err)
+{
+    if (!m)
+        return err_set(err, EPIPE, "%s", why ? why : "the sandbox's init is gone");
+    if (m->type == PROTO_ERROR)
+        return err_set(err, m->errnum ? m->errnum : EIO, "%s", m->message);
+    if (m->type != PROTO_OK)
+        return err_set(err, EPROTO, "init answered with message type %d", (int)m->type);
+    return 0;
+}
+
+int scmd_request_answered(struct scmd *c, enum proto_type type, uint32_t arg, bool group,
+                          agent_fn fn, void *user, err_t *err)
+{
+    struct sbx *sb = c->sb;
+    uint32_t id = agent_next_id(sb);
+    if (fn && agent_expect(sb, id, fn, user, err) < 0)
+        return -1;
+    if (jail_agent_request(&sb->jail, type, id, c->cmd_id, arg, group, err) < 0) {
+        if (fn)
+            agent_cancel(sb, user);
+        return -1;
+    }
+    return 0;
+}
+
+int scmd_signal_answered(struct scmd *c, int signo, agent_fn fn, void *user, err_t *err)
+{
     if (signo == SIGKILL)
-        return jail_command_kill_tree(&c->sb->jail, c->group, err);
-    return jail_agent_request(&c->sb->jail, PROTO_SIGNAL, agent_next_id(c->sb), c->cmd_id,
-                              (uint32_t)signo, true, err);
+        return jail_command_kill_tree(&c->sb->jail, c->group, err) < 0 ? -1 : 1;
+    return scmd_request_answered(c, PROTO_SIGNAL, (uint32_t)signo, true, fn, user, err);
 }
 
 int scmd_signal_leader(struct scmd *c, int signo, err_t *err)

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "jail/command.h"
+#include "serve/agent.h"
 #include "serve/sandbox.h"
 
 #define SCMD_REPLAY_MAX  (1u << 20)            /* bytes of output kept for a Connect */
@@ -104,6 +105,13 @@ void scmd_pause_all(struct sbx *sb);
 void scmd_resume_all(struct sbx *sb, uint64_t paused_ns);
 /* SIGKILL takes its whole tree (its cgroup); another signal goes to its process group. */
 int scmd_signal(struct scmd *c, int signo, err_t *err);
+/* scmd_signal, for a caller that waits for init's answer: 1 when done now (SIGKILL; fn is not
+ * called), 0 when fn will have the answer (agent.h: agent_expect's, so agent_cancel(sb, user)
+ * drops it; scmd_answer_check reads it), -1 with err (fn is not called). */
+int scmd_signal_answered(struct scmd *c, int signo, agent_fn fn, void *user, err_t *err);
+/* What init answered to a signal or a close of stdin (m and why as an agent_fn has them): 0 when
+ * it was done, else -1 with why not (init's error, or init gone). */
+int scmd_answer_check(const struct jail_agent_msg *m, const char *why, err_t *err);
 /* Writes to its stdin (or its pty), in order: what the fd does not take now waits and is written
  * when it can be; EAGAIN (nothing taken) when more than SCMD_INPUT_MAX bytes would wait. */
 int scmd_input(struct scmd *c, bool to_pty, const uint8_t *data, size_t len, err_t *err);
@@ -111,12 +119,18 @@ int scmd_input(struct scmd *c, bool to_pty, const uint8_t *data, size_t len, err
 bool scmd_input_congested(const struct scmd *c);
 /* fn once, when nothing waits any more (NULL: none); dropped when the command is freed. */
 void scmd_input_on_drained(struct scmd *c, scmd_drained_fn fn, void *user);
-/* Closes its stdin, once the input that waits is written. */
-int scmd_close_stdin(struct scmd *c, err_t *err);
+/* Closes its stdin, once the input that waits is written: 1 when that is left to the queue (or
+ * done without init), 0 when fn will have init's answer (fn NULL: nobody waits for it), -1 with
+ * err. */
+int scmd_close_stdin(struct scmd *c, agent_fn fn, void *user, err_t *err);
 int scmd_resize(struct scmd *c, unsigned short rows, unsigned short cols, err_t *err);
 /* After a restart: init's running commands attached again (LIST, then ATTACH: their ends come
  * again, and what they wrote meanwhile waits in the pipes), the ended ones logged and forgotten. */
 void scmd_adopt_all(struct sbx *sb);
+/* For command_input.c: a request about the command (SIGNAL, STDIN_CLOSE) sent to init, its
+ * answer to fn (NULL: nobody waits for it). */
+int scmd_request_answered(struct scmd *c, enum proto_type type, uint32_t arg, bool group,
+                          agent_fn fn, void *user, err_t *err);
 /* For commands.c: the input queues made ready, and dropped (their handles closed). */
 void scmd_input_init(struct scmd *c);
 void scmd_input_release(struct scmd *c);

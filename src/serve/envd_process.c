@@ -36,6 +36,7 @@ struct pcall {
     size_t len;
     struct scmd *cmd; /* the command a stream follows */
     bool responded, held;
+    bool awaiting; /* a unary call waits for init's answer (agent_expect's user is this call) */
     /* a stream's keepalives and (Connect) its deadline: one timer for both */
     uv_timer_t timer;
     bool timer_open;
@@ -255,6 +256,8 @@ static void on_exchange_end(struct http_exchange *x, void *user)
 {
     struct pcall *p = user;
     p->x = NULL;
+    if (p->awaiting) /* init's answer would come to nobody: the sandbox lives while it waits */
+        agent_cancel(p->sb, p);
     struct scmd *in = p->client_stream && p->input_started ? input_target(p) : NULL;
     if (in && in->input_drained_user == p)
         scmd_input_on_drained(in, NULL, NULL);
@@ -383,6 +386,19 @@ static void do_list(struct pcall *p)
     free(e);
 }
 
+/* init's answer to SendSignal or CloseStdin: the unary call's. */
+static void on_init_answer(struct sbx *sb, struct jail_agent_msg *m, const char *why, void *user)
+{
+    (void)sb;
+    struct pcall *p = user;
+    err_t err;
+    p->awaiting = false;
+    if (scmd_answer_check(m, why, &err) < 0)
+        unary_error(p, connect_code_from_errno(err.errnum), err.msg);
+    else
+        unary_ok(p, "{}");
+}
+
 static void do_unary(struct pcall *p, const char *json)
 {
     err_t err = {0};
@@ -414,7 +430,8 @@ static void do_unary(struct pcall *p, const char *json)
         }
         if (!(c = selected(p, &sel)))
             return;
-        rc = scmd_signal(c, signo, &err);
+        if ((rc = scmd_signal_answered(c, signo, on_init_answer, p, &err)) == 0)
+            p->awaiting = true; /* answered by on_init_answer */
     } else if (strcmp(p->method, "CloseStdin") == 0) {
         if (envd_selector_parse(json, &sel, &err) < 0) {
             unary_error(p, CONNECT_INVALID_ARGUMENT, err.msg);
@@ -422,7 +439,8 @@ static void do_unary(struct pcall *p, const char *json)
         }
         if (!(c = selected(p, &sel)))
             return;
-        rc = scmd_close_stdin(c, &err);
+        if ((rc = scmd_close_stdin(c, on_init_answer, p, &err)) == 0)
+            p->awaiting = true;
     } else if (strcmp(p->method, "Update") == 0) {
         unsigned short rows, cols;
         if (envd_update_parse(json, &sel, &rows, &cols, &err) < 0) {
@@ -438,7 +456,7 @@ static void do_unary(struct pcall *p, const char *json)
     }
     if (rc < 0)
         unary_error(p, connect_code_from_errno(err.errnum), err.msg);
-    else
+    else if (!p->awaiting)
         unary_ok(p, "{}");
 }
 

@@ -115,9 +115,10 @@ r=$(curl -s -X POST -H 'Content-Type: application/json' -H "E2b-Sandbox-Id: $A" 
 like "$r" "\"pid\": *$bg" "... and the command it followed runs on"
 out=$(ENVD_HEADERS='{"Connect-Timeout-Ms":"12x"}' run_in "$A" "$TA" 'echo no' 2>&1)
 like "$out" 'HTTP 400.*invalid_argument' "a Connect-Timeout-Ms that is not a number: invalid_argument"
-# SIGTERM reaches the default user's command (init signals it) and ends it
-curl -s -o /dev/null -X POST -H 'Content-Type: application/json' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" \
-    -d "{\"process\":{\"pid\":$bg},\"signal\":\"SIGNAL_SIGTERM\"}" "$U/process.Process/SendSignal"
+# SIGTERM reaches the default user's command (init signals it, and answers once it has) and ends it
+r=$(curl -s -w ' %{http_code}' -X POST -H 'Content-Type: application/json' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" \
+    -d "{\"process\":{\"pid\":$bg},\"signal\":\"SIGNAL_SIGTERM\"}" "$U/process.Process/SendSignal")
+is "$r" "{} 200" "SendSignal SIGTERM: 200 {} once init has sent it"
 gone=no
 for _ in $(seq 50); do
     r=$(curl -s -X POST -H 'Content-Type: application/json' -H "E2b-Sandbox-Id: $A" -H "X-Access-Token: $TA" -d '{}' "$U/process.Process/List")
