@@ -17,3 +17,10 @@ int inroot_open(int root_fd, const char *path, int flags, unsigned long long ext
  * another mount. */
 int inroot_open_parent(int root_fd, const char *path, unsigned long long extra_resolve,
                        const char **leaf);
+/* inroot_open_parent in an overlay's upper layer (upper_fd its directory): a whiteout on the
+ * way, a directory the sandbox removed in an earlier life, is replaced by an empty opaque
+ * directory (INROOT_OPAQUE_XATTR "y"), so the overlay shows it empty, as the sandbox left it, and
+ * not the lower's again. Any other file on the way fails (ENOTDIR), as with inroot_open_parent. */
+#define INROOT_OPAQUE_XATTR "user.overlay.opaque"
+int inroot_open_parent_upper(int upper_fd, const char *path, unsigned long long extra_resolve,
+                             const char **leaf);

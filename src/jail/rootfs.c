@@ -362,7 +362,8 @@ static void check_mount_targets(int ctl, int root_fd)
  * then merges with the lower's, owned by sandbox root. upper is the upper/ directory under the
  * stage; prefix is where its overlay goes ("/usr"; "" for the root, which takes every mount point
  * outside skip). Resolved inside upper/ only, which the sandbox may have changed in an earlier
- * life. */
+ * life: where it removed one of those directories (a daemon without sudo or the kernels then),
+ * the whiteout it left becomes an empty opaque directory, and the boot goes on. */
 static void make_mount_parents(int ctl, const struct jail_spec *spec, int stage, const char *upper,
                                const char *prefix, const char *skip)
 {
@@ -375,7 +376,7 @@ static void make_mount_parents(int ctl, const struct jail_spec *spec, int stage,
         if (strncmp(path, prefix, plen) != 0 || path[plen] != '/' ||
             (slen && strncmp(path, skip, slen) == 0 && path[slen] == '/'))
             continue;
-        int parent = inroot_open_parent(upper_fd, path + plen, RESOLVE_NO_XDEV, &leaf);
+        int parent = inroot_open_parent_upper(upper_fd, path + plen, RESOLVE_NO_XDEV, &leaf);
         if (parent < 0)
             control_die(ctl, errno, "disk layer: make the parents of %s", path);
         close(parent);
