@@ -229,6 +229,19 @@ function fdCount() {
   return fdList().length
 }
 
+// The daemon's fd count once it was the same in 3 reads 50 ms apart (at most 5 s).
+async function steadyFdCount() {
+  let last = fdCount()
+  let same = 0
+  for (let i = 0; i < 100 && same < 2; i++) {
+    await sleep(50)
+    const now = fdCount()
+    same = now === last ? same + 1 : 0
+    last = now
+  }
+  return last
+}
+
 function freePort() {
   return new Promise((res, rej) => {
     const s = createServer()
@@ -329,10 +342,11 @@ export async function start(opts = {}) {
     await done()
     return
   }
-  // the disk pool (src/serve/disk_pool.h) full first: a spare being made holds 3 fds
+  // the disk pool (src/serve/disk_pool.h) full first: a spare being made holds 3 fds, and the
+  // last one's 2 until the fsync after its image got its name; then the count must hold still
   const spares = parseInt(opts.env?.HUTCH_DISK_POOL ?? '4', 10)
   await waitFor(() => diskSpares(env.stateDir) >= spares, 20_000)
-  fdsAtStart = fdCount()
+  fdsAtStart = await steadyFdCount()
   process.env.E2B_API_KEY = key
   process.env.E2B_API_URL = env.url
   process.env.E2B_SANDBOX_URL = env.url

@@ -11,7 +11,8 @@
 #                            scratch directory) and the test's private dirs. A test's own cleanup
 #                            calls it last.
 #   daemon_fds               the daemon's open fds, once its disk pool is full (a spare being
-#                            made holds 3: src/serve/disk_pool.h); DISK_POOL: the spares it keeps
+#                            made holds 3: src/serve/disk_pool.h) and the count holds still;
+#                            DISK_POOL: the spares it keeps
 #   api ARGS...              curl with the key: the body, then the status on a line of its own
 #   status_of R, body_of R   the two parts of api's answer
 #   jget JSON EXPR           EXPR in Python over the parsed JSON as d; empty when it fails
@@ -67,12 +68,22 @@ serve_cleanup() {
 }
 
 daemon_fds() {
-    local _
+    local _ last now same=0
     for _ in $(seq 200); do
         [ "$(ls "$HUTCH_STATE_DIR"/disk-pool/*/disk.img 2>/dev/null | wc -l)" -ge "${DISK_POOL:-4}" ] && break
         sleep 0.1
     done
-    ls "/proc/$daemon/fd" | wc -l
+    # the last spare holds 2 fds until the fsync after its image got its name: a count that
+    # held still in 3 reads 50 ms apart
+    last=$(ls "/proc/$daemon/fd" | wc -l)
+    for _ in $(seq 100); do
+        sleep 0.05
+        now=$(ls "/proc/$daemon/fd" | wc -l)
+        if [ "$now" = "$last" ]; then same=$((same + 1)); else same=0; fi
+        last=$now
+        [ "$same" -ge 2 ] && break
+    done
+    echo "$last"
 }
 
 api() { curl -s -H "X-API-KEY: $KEY" -w '\n%{http_code}' "$@"; }
