@@ -125,7 +125,7 @@ static void on_refill(uv_timer_t *t)
 
 /* The pools are filled POOL_REFILL_DELAY_MS after the last take (or the first create): the
  * creator's first command goes first. */
-static void refill_soon(struct warm_pools *p)
+static void refill_later(struct warm_pools *p)
 {
     uv_timer_start(&p->refill, on_refill, POOL_REFILL_DELAY_MS, 0);
 }
@@ -151,7 +151,7 @@ void pool_wanted(struct serve *d, const char *alias)
     if (p->wanted & bit)
         return;
     p->wanted |= bit;
-    refill_soon(p);
+    refill_later(p);
 }
 
 struct sbx *pool_take(struct serve *d, struct store_sandbox *want, err_t *err)
@@ -166,7 +166,7 @@ struct sbx *pool_take(struct serve *d, struct store_sandbox *want, err_t *err)
         if (available(sb) && sb->pool_kind == k && !sb->done && sb->state == SANDBOX_RUNNING &&
             (!kind->warm_kernels || interp_zygote_ready(sb)))
             found = sb;
-    refill_soon(p); /* its successor, or the first one if none was ready */
+    refill_later(p); /* its successor, or the first one if none was ready */
     if (!found)
         return NULL;
     char own_id[sizeof want->id];
