@@ -128,6 +128,30 @@ char *interp_execute_request(const struct interp_execute *e, const char *id, siz
                        len);
 }
 
+char *interp_environment_request(const char *env_json, size_t *len)
+{
+    json_t *env = env_json ? json_loads(env_json, 0, NULL) : NULL;
+    json_t *vars = json_object();
+    const char *k;
+    json_t *v;
+    if (json_is_object(env) && vars) {
+        json_object_foreach(env, k, v)
+        {
+            if (json_is_string(v) && json_object_set(vars, k, v) < 0) {
+                json_decref(vars);
+                vars = NULL;
+                break;
+            }
+        }
+    }
+    json_decref(env);
+    if (!vars || json_object_size(vars) == 0) {
+        json_decref(vars);
+        return NULL;
+    }
+    return interp_line(json_pack("{s:s,s:o}", "type", "environment", "env_vars", vars), len);
+}
+
 int interp_context_parse(const char *body, size_t len, struct interp_context_request *out,
                          err_t *err)
 {

@@ -22,6 +22,11 @@ void interp_execute_free(struct interp_execute *e);
 /* The request for the kernel: {"type":"execute","id","code","env_vars"}, one line with its '\n'
  * (*len bytes, malloc'd), or NULL when out of memory. */
 char *interp_execute_request(const struct interp_execute *e, const char *id, size_t *len);
+/* The request that gives a kernel its sandbox's env vars after its start (a warm pool's kernel
+ * once its sandbox is claimed): {"type":"environment","env_vars"}, one line with its '\n', from
+ * env_json (an object; its members that are not strings left out). NULL when it has no string
+ * member, is not an object, or memory is out. */
+char *interp_environment_request(const char *env_json, size_t *len);
 
 /* POST /contexts: language (NULL: python) and cwd (NULL: the default; else absolute, without NUL
  * bytes, at most INTERP_CWD_MAX bytes). An empty body is {}. */

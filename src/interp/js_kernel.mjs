@@ -336,6 +336,26 @@ process.on('SIGINT', () => {
     }
 });
 
+function isStringMap(o) {
+    return o !== null && typeof o === 'object' && !Array.isArray(o) &&
+        Object.values(o).every(v => typeof v === 'string');
+}
+
+// The sandbox's env vars, for a kernel started before its sandbox was claimed (a warm pool's):
+// ours, for a worker started later, and the running worker's (its control channel keeps them in
+// order with the executes).
+function takeEnvironment(envVars) {
+    for (const [k, v] of Object.entries(envVars)) {
+        try {
+            process.env[k] = v;
+        } catch (e) {
+            diagnostic(`env var ${JSON.stringify(k)} not set: ${e}`);
+        }
+    }
+    if (worker && !worker.exited)
+        worker.control.write(JSON.stringify({ type: 'environment', env_vars: envVars }) + '\n');
+}
+
 let input = '';
 process.stdin.setEncoding('utf8');
 process.stdin.on('data', chunk => {
@@ -354,8 +374,10 @@ process.stdin.on('data', chunk => {
         if (request && request.type === 'execute' && typeof request.id === 'string' &&
             typeof request.code === 'string')
             requests.push(request);
+        else if (request && request.type === 'environment' && isStringMap(request.env_vars))
+            takeEnvironment(request.env_vars);
         else
-            diagnostic('a request that is not an execute request; ignored');
+            diagnostic('a request that is not an execute or environment request; ignored');
     }
     startNext();
 });

@@ -503,7 +503,7 @@ async function execute(request) {
 }
 
 // Requests come one at a time (the daemon waits for an execution's end before the next); a
-// line that is not an execute request is ignored.
+// line that is not an execute or environment request is ignored.
 let pending = '';
 const queue = [];
 control.setEncoding('utf8');
@@ -515,7 +515,7 @@ control.on('data', chunk => {
         pending = pending.slice(nl + 1);
         try {
             const request = JSON.parse(line);
-            if (request && request.type === 'execute')
+            if (request && (request.type === 'execute' || request.type === 'environment'))
                 queue.push(request);
         } catch { /* not JSON: ignored */ }
     }
@@ -526,8 +526,13 @@ control.on('end', () => process.exit(0));
 control.on('error', () => process.exit(0));
 
 async function drain() {
-    while (!running && queue.length)
-        await execute(queue.shift());
+    while (!running && queue.length) {
+        const request = queue.shift();
+        if (request.type === 'environment')
+            setEnv(request.env_vars); // for good: the sandbox's own (a warm pool's kernel)
+        else
+            await execute(request);
+    }
 }
 
 send({ type: 'ready' });

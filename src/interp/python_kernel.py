@@ -1006,7 +1006,10 @@ class Kernel:
                 request = self._parse(line)
             except MalformedRequest as e:
                 self.die("malformed request: %s: %r" % (e, line[:200]))
-            self.execute(request)
+            if request["type"] == "environment":
+                self.take_environment(request["env_vars"])
+            else:
+                self.execute(request)
         os._exit(0)
 
     def _requests(self):
@@ -1038,9 +1041,10 @@ class Kernel:
             raise MalformedRequest("not JSON (%s)" % e)
         if text[end:].strip():
             raise MalformedRequest("more than one JSON value")
-        if not isinstance(request, dict) or request.get("type") != "execute":
-            raise MalformedRequest("not an execute request")
-        if not isinstance(request.get("id"), str) or not isinstance(request.get("code"), str):
+        if not isinstance(request, dict) or request.get("type") not in ("execute", "environment"):
+            raise MalformedRequest("not an execute or environment request")
+        if request["type"] == "execute" and (not isinstance(request.get("id"), str) or
+                                             not isinstance(request.get("code"), str)):
             raise MalformedRequest("id and code must be strings")
         env = request.get("env_vars") or {}
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
@@ -1077,6 +1081,19 @@ class Kernel:
         self.send({"type": "end_of_execution", "id": request["id"]})
         self.executing = False
 
+    def take_environment(self, env_vars):
+        """The sandbox's env vars, for a kernel started before its sandbox was claimed (a warm
+        pool's): set for good, and what Python and matplotlib take from the environment at a
+        start taken again (environment_hook, where a zygote forked this kernel). Between
+        executions: what fails goes to the daemon's log (fd 2's diagnostics)."""
+        try:
+            _environ.update(env_vars)
+            if environment_hook is not None:
+                environment_hook(dict(_environ))
+        except Exception as e:
+            _write(self.diag_fd, ("python kernel: the environment: %r\n" % (e,)).encode(
+                errors="replace"))
+
     # os.environ is Python code that needs builtins: a failure here is reported, never fatal.
 
     def _set_env(self, env_vars):
@@ -1100,6 +1117,10 @@ class Kernel:
             except Exception as e:
                 self.send({"type": "stderr", "text": "hutch: env var %r not restored: %r\n"
                            % (name, e)})
+
+
+# Set by a zygote in the kernels it forks: fn(env), what a start takes from env taken again.
+environment_hook = None
 
 
 def _die(diag_fd, why):

@@ -137,6 +137,13 @@ def matplotlib_again(env):
             break
 
 
+def environment_again(env):
+    """The kernel was given env vars after its start (PROTOCOL.md, "environment"): what a start
+    takes from them, taken again."""
+    startup_again(env)
+    matplotlib_again(env)
+
+
 def take_environment(env):
     """In a fork: the command's environment as its own (and what Python and matplotlib take from
     it at a start), and randomness of its own, so that two kernels do not draw the same numbers."""
@@ -144,6 +151,7 @@ def take_environment(env):
     os.environ.update(env)
     startup_again(env)
     matplotlib_again(env)
+    python_kernel.environment_hook = environment_again
     import random
     random.seed()
     numpy = sys.modules.get("numpy")

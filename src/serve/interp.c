@@ -29,6 +29,7 @@
 #define KERNEL_TAG_PREFIX  "hutch-interp "
 #define ZYGOTE_STARTS_MAX  3 /* a zygote that keeps dying is given up: kernels start cold */
 #define ZYGOTE_PRELOAD     "numpy,pandas,matplotlib.pyplot"
+#define WARM_READY_WAIT_MS 10000 /* a warm pool's kernel not ready by then is not waited for */
 #define ZYGOTE_FILE        "python_zygote.py"
 
 struct language {
@@ -1397,23 +1398,35 @@ void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
         http_exchange_on_body(x, max, &body_callbacks, c);
 }
 
-void interp_warm(struct sbx *sb)
+/* A default context's kernel started now, before any call asks for it. */
+static void warm_default(struct sbx *sb, const struct language *lang)
+{
+    struct ictx *ctx = default_context(sb, lang);
+    err_t err;
+    if (ctx && !ctx->kernel && kernel_start(ctx, &err) < 0)
+        fprintf(stderr, "hutch serve: sandbox %s: its %s kernel: %s\n", sb->id, lang->name,
+                err.msg);
+}
+
+void interp_warm(struct sbx *sb, enum interp_warmth warmth)
 {
     struct interp_state *st = state_of(sb, true);
-    if (!st)
+    if (!st || warmth == INTERP_COLD)
         return;
-    /* the host's zygote, which has the data stack imported for every sandbox */
+    /* the host's zygote, which has the data stack imported for every sandbox: the default
+     * python context's kernel forked from it now, so that a first runCode finds it ready */
     host_zygote_want(sb->d);
     if (host_zygote_available(sb->d)) {
         interp_host_zygote(sb);
-        return;
-    }
-    /* else a zygote of its own only: the default contexts' kernels are forked from it at their
-     * first use (one started now would start cold, beside the zygote's imports, for nothing) */
-    if (!st->zygote) {
+        warm_default(sb, &languages[0]);
+    } else if (!st->zygote) {
+        /* else a zygote of its own only: the default contexts' kernels are forked from it at
+         * their first use (one started now would start cold, beside the zygote's imports) */
         st->preload = true;
         zygote_start(sb);
     }
+    if (warmth == INTERP_WARM_ALL)
+        warm_default(sb, &languages[1]); /* node, started cold: it has no zygote */
 }
 
 void interp_run(struct sbx *sb, struct http_exchange *x, struct interp_execute *e,
@@ -1450,10 +1463,37 @@ void interp_host_zygote(struct sbx *sb)
     }
 }
 
-bool interp_zygote_ready(struct sbx *sb)
+void interp_claimed(struct sbx *sb, const char *env_json)
 {
     struct interp_state *st = sb->interp;
-    return st && (st->host ? host_zygote_ready(sb->d) : st->zygote && st->zygote_ready);
+    size_t n;
+    char *line = st ? interp_environment_request(env_json, &n) : NULL;
+    if (!line)
+        return;
+    for (struct ictx *ctx = st->contexts; ctx; ctx = ctx->next) {
+        if (!ctx->kernel)
+            continue;
+        err_t err;
+        /* ready: nothing runs, the line comes before any execute; else its start is killed,
+         * and the kernel started again at its first use has them from its start */
+        if (!ctx->ready || scmd_input(ctx->kernel, false, (const uint8_t *)line, n, &err) < 0) {
+            kernel_kill(ctx);
+            kernel_lost(ctx, "the kernel started before its sandbox's env vars were set", true);
+        }
+    }
+    free(line);
+}
+
+bool interp_warm_ready(struct sbx *sb)
+{
+    struct interp_state *st = sb->interp;
+    if (!st || !(st->host ? host_zygote_ready(sb->d) : st->zygote && st->zygote_ready))
+        return false;
+    uint64_t now = uv_now(sb->d->loop);
+    for (struct ictx *ctx = st->contexts; ctx; ctx = ctx->next)
+        if (ctx->kernel && !ctx->ready && now - ctx->kernel_started_ms < WARM_READY_WAIT_MS)
+            return false;
+    return true;
 }
 
 void interp_release_all(struct sbx *sb, const char *why)

@@ -31,10 +31,18 @@
 
 void interp_route(struct serve *d, struct sbx *sb, struct http_exchange *x,
                   const struct http_request *req);
-/* A template made for code (code-interpreter-v1): its python kernels fork warm, with the data
- * stack (numpy, pandas, matplotlib) imported, from the host's zygote (host_zygote.h) where there
- * is one, else from a zygote of the sandbox's own, started now. */
-void interp_warm(struct sbx *sb);
+/* How much of a sandbox made for code (code-interpreter-v1, a one-shot run's) runs before its
+ * first call. */
+enum interp_warmth {
+    INTERP_COLD,        /* nothing: each kernel starts at its first use */
+    INTERP_WARM_PYTHON, /* the python kernels' zygote, and the default python context's kernel */
+    INTERP_WARM_ALL,    /* ... and the default javascript context's kernel */
+};
+/* Its python kernels fork warm, with the data stack (numpy, pandas, matplotlib) imported, from
+ * the host's zygote (host_zygote.h) where there is one (the default python context's kernel
+ * forked now), else from a zygote of the sandbox's own, started now; INTERP_WARM_ALL starts the
+ * default javascript context's kernel too. */
+void interp_warm(struct sbx *sb, enum interp_warmth warmth);
 /* A one-shot run (oneshot.c): e (taken) in sb's default context of its language, its NDJSON to
  * x, as /execute answers; over(user) once, when the execution ended or failed, or its client
  * went. */
@@ -46,7 +54,13 @@ void interp_no_zygote(struct sbx *sb);
 /* A sandbox for one run, forked from the host's zygote (host_zygote.h) when it is ready, else
  * cold: no zygote of its own is made. */
 void interp_host_zygote(struct sbx *sb);
-/* Whether the zygote its python kernels fork from (its own, or the host's) is ready. */
-bool interp_zygote_ready(struct sbx *sb);
+/* A warm pool's sandbox was claimed by a create whose env vars are env_json (pool.h): its
+ * kernels, started before, are given them (PROTOCOL.md, "environment"); one not yet ready is
+ * killed (started again at its first use, with them). */
+void interp_claimed(struct sbx *sb, const char *env_json);
+/* Whether a warm pool may give it away: the zygote its python kernels fork from (its own, or
+ * the host's) is ready, and so is each kernel started ahead (one not ready 10 s after its start
+ * is not waited for). */
+bool interp_warm_ready(struct sbx *sb);
 /* The sandbox is gone: its contexts' calls get an error and their end, all is freed. */
 void interp_release_all(struct sbx *sb, const char *why);

@@ -139,8 +139,8 @@ static void on_body_complete(struct http_exchange *x, void *user)
     /* One of the warm pool (its kernel forked from the host's zygote, or from the sandbox's own
      * where there is no host's), else a fresh one (the host's zygote's, or cold). */
     host_zygote_want(o->d);
-    pool_wanted(o->d, r->alias);
-    struct sbx *sb = pool_take(o->d, r, &err);
+    pool_wanted(o->d, POOL_ONE_SHOT);
+    struct sbx *sb = pool_take(o->d, POOL_ONE_SHOT, r, &err);
     if (sb) {
         run_in(o, sb);
         return;

@@ -22,12 +22,15 @@
  * meets the command's end or the creator's next call instead. */
 #define POOL_REFILL_DELAY_MS 30
 
-/* The templates with a pool: code-interpreter-v1's sandboxes have their zygote warm before they
- * are taken; base's are only started. Both are the same jail (template "base"). */
+/* The pools: base's sandboxes are only started; code-interpreter-v1's have their default python
+ * and javascript contexts' kernels running before they are taken; the one-shot runs' only the
+ * python one (a run uses one context; node's start would cost each run 0.2-0.3 s of CPU). All
+ * are the same jail (template "base"). */
 static const struct pool_kind {
-    const char *alias;
-    bool warm_kernels;
-} kinds[] = {{"base", false}, {POOL_TEMPLATE, true}};
+    const char *name;
+    enum interp_warmth warmth;
+} kinds[] = {
+    {"base", INTERP_COLD}, {POOL_TEMPLATE, INTERP_WARM_ALL}, {POOL_ONE_SHOT, INTERP_WARM_PYTHON}};
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 
 struct warm_pools {
@@ -37,10 +40,10 @@ struct warm_pools {
     uv_timer_t refill; /* after a take: its successor is made a little later */
 };
 
-static const struct pool_kind *kind_of(const char *alias)
+static const struct pool_kind *kind_of(const char *name)
 {
     for (size_t i = 0; i < N_KINDS; i++)
-        if (strcmp(kinds[i].alias, alias) == 0)
+        if (strcmp(kinds[i].name, name) == 0)
             return &kinds[i];
     return NULL;
 }
@@ -70,8 +73,8 @@ static void pool_created(struct sbx *sb, int rc, const char *message, void *user
         fprintf(stderr, "hutch serve: a warm pool sandbox failed: %s\n", message ? message : "");
         return;
     }
-    if (kinds[sb->pool_kind].warm_kernels)
-        interp_warm(sb); /* its zygote, the data stack imported */
+    if (kinds[sb->pool_kind].warmth != INTERP_COLD)
+        interp_warm(sb, kinds[sb->pool_kind].warmth);
 }
 
 static bool available(const struct sbx *sb)
@@ -89,7 +92,7 @@ static void fill_kind(struct warm_pools *p, unsigned k)
         struct store_sandbox row = {0};
         api_sandbox_id_new(row.id);
         snprintf(row.template_id, sizeof row.template_id, "base");
-        snprintf(row.alias, sizeof row.alias, "%s", kinds[k].alias);
+        snprintf(row.alias, sizeof row.alias, "%s", kinds[k].name);
         row.state = SANDBOX_CREATING;
         row.created_ms = sbx_wall_ms();
         row.deadline_ms = row.created_ms + POOL_LIFETIME;
@@ -101,7 +104,7 @@ static void fill_kind(struct warm_pools *p, unsigned k)
         err_t err;
         if (auth_token_new("", row.envd_token, sizeof row.envd_token) < 0 ||
             sbx_create(d, &row, pool_created, NULL, &err) < 0) {
-            fprintf(stderr, "hutch serve: the warm pool of %s: %s\n", kinds[k].alias, err.msg);
+            fprintf(stderr, "hutch serve: the warm pool of %s: %s\n", kinds[k].name, err.msg);
             return;
         }
         struct sbx *sb = sbx_find(d, row.id);
@@ -130,9 +133,9 @@ static void refill_later(struct warm_pools *p)
     uv_timer_start(&p->refill, on_refill, POOL_REFILL_DELAY_MS, 0);
 }
 
-void pool_wanted(struct serve *d, const char *alias)
+void pool_wanted(struct serve *d, const char *pool)
 {
-    const struct pool_kind *kind = kind_of(alias);
+    const struct pool_kind *kind = kind_of(pool);
     if (!kind || d->stopping)
         return;
     struct warm_pools *p = d->pools;
@@ -154,9 +157,9 @@ void pool_wanted(struct serve *d, const char *alias)
     refill_later(p);
 }
 
-struct sbx *pool_take(struct serve *d, struct store_sandbox *want, err_t *err)
+struct sbx *pool_take(struct serve *d, const char *pool, struct store_sandbox *want, err_t *err)
 {
-    const struct pool_kind *kind = kind_of(want->alias);
+    const struct pool_kind *kind = kind_of(pool);
     struct warm_pools *p = d->pools;
     if (!kind || !p)
         return NULL;
@@ -164,7 +167,7 @@ struct sbx *pool_take(struct serve *d, struct store_sandbox *want, err_t *err)
     struct sbx *found = NULL;
     for (struct sbx *sb = d->sandboxes; sb && !found; sb = sb->next)
         if (available(sb) && sb->pool_kind == k && !sb->done && sb->state == SANDBOX_RUNNING &&
-            (!kind->warm_kernels || interp_zygote_ready(sb)))
+            (kind->warmth == INTERP_COLD || interp_warm_ready(sb)))
             found = sb;
     refill_later(p); /* its successor, or the first one if none was ready */
     if (!found)
@@ -179,6 +182,8 @@ struct sbx *pool_take(struct serve *d, struct store_sandbox *want, err_t *err)
         return NULL;
     }
     found->pooled = false;
+    if (kind->warmth != INTERP_COLD)
+        interp_claimed(found, want->env_json);
     found->auto_pause = want->auto_pause;
     found->auto_pause_cold = want->auto_pause_cold;
     found->auto_resume = want->auto_resume;

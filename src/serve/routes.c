@@ -148,7 +148,7 @@ static void created(struct sbx *sb, int rc, const char *message, void *user)
     }
     /* the template made for code: its default contexts warm before the first runCode */
     if (strcmp(c->row.alias, "code-interpreter-v1") == 0)
-        interp_warm(sb);
+        interp_warm(sb, INTERP_WARM_PYTHON);
     respond_sandbox(c, 201, id, API_SANDBOX_CREATED);
 }
 
@@ -192,7 +192,7 @@ static void handle_create(struct call *c)
     }
     pool_wanted(c->d, r->alias);
     /* one made ahead, unless other sizes were asked for */
-    if (!ns_sized && pool_take(c->d, r, &err)) {
+    if (!ns_sized && pool_take(c->d, r->alias, r, &err)) {
         respond_sandbox(c, 201, r->id, API_SANDBOX_CREATED);
         return;
     }

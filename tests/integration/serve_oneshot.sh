@@ -51,32 +51,49 @@ wait_records 1 && ok "bad runs leave no sandbox" || not_ok "bad runs leave no sa
 
 # the warm pool: its one sandbox was made with the first run, hidden from the list
 is "$(curl -s -H "X-API-KEY: $KEY" "$U/v2/sandboxes")" "[]" "the pool's sandbox is not listed"
-# A create takes the pool's sandbox once its zygote is warm (the daemon tells no one when): a
-# create that made a new one is killed, and tried again after a while.
-for try in 1 2 3 4 5 6; do
-    sleep 2
+# The runs' pool is not code-interpreter-v1's: the first create of that template makes a sandbox
+# of its own, and the template's pool is made after it.
+create_ci() {
     r=$(curl -s -H "X-API-KEY: $KEY" -X POST -d '{"templateID":"code-interpreter-v1","envVars":{"POOLED":"yes"},"metadata":{"m":"1"},"timeout":300}' "$U/v2/sandboxes")
     id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sandboxID"])' "$r" 2>/dev/null)
     tok=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["envdAccessToken"])' "$r" 2>/dev/null)
-    grep -q '"event":"claimed"' <<<"$(curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/$id/logs")" && break
+}
+claimed() { grep -q '"event":"claimed"' <<<"$(curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/$id/logs")"; }
+create_ci
+made+=("$id")
+claimed && not_ok "the first create of code-interpreter-v1 takes nothing of the runs' pool" ||
+    ok "the first create of code-interpreter-v1 takes nothing of the runs' pool"
+wait_records 3 && ok "... and its template's pool is made after it (records: the runs' pool's, its, the create's)" ||
+    not_ok "... and its template's pool is made after it (records: $(records))"
+curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"
+made=()
+wait_records 2
+# A create takes the pool's sandbox once its kernels are ready (the daemon tells no one when): a
+# create that made a new one is killed, and tried again after a while.
+for try in 1 2 3 4 5 6; do
+    sleep 2
+    create_ci
+    claimed && break
     curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"
-    wait_records 1
+    wait_records 2
 done
 made+=("$id")
-grep -q '"event":"claimed"' <<<"$(curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/$id/logs")" &&
-    ok "a create of code-interpreter-v1 took the pool's sandbox (its log says claimed)" ||
+claimed && ok "a create of code-interpreter-v1 took the pool's sandbox (its log says claimed)" ||
     not_ok "a create of code-interpreter-v1 took the pool's sandbox (its log says claimed)"
 info=$(curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/$id")
 like "$info" '"metadata":\{"m":"1"\}' "... with the create's metadata only"
 is "$(curl -s -m 30 -H "E2b-Sandbox-Id: $id" -H "E2b-Sandbox-Port: 49999" -H "X-Access-Token: $tok" \
     -d '{"code":"import os, pandas; os.environ[\"POOLED\"]"}' "$U/execute" | text_of)" "result yes | end" \
     "... its kernels see the create's env vars, pandas imported"
+is "$(curl -s -m 30 -H "E2b-Sandbox-Id: $id" -H "E2b-Sandbox-Port: 49999" -H "X-Access-Token: $tok" \
+    -d '{"code":"process.env.POOLED","language":"js"}' "$U/execute" | text_of)" "result yes | end" \
+    "... the javascript one too"
 is "$(curl -s -H "X-API-KEY: $KEY" "$U/v2/sandboxes" | python3 -c 'import json,sys; print([s["sandboxID"] for s in json.load(sys.stdin)])')" \
     "['$id']" "the list shows the taken one, not its successor in the pool"
-wait_records 2 && ok "the pool makes a successor" || not_ok "the pool makes a successor (records: $(records))"
+wait_records 3 && ok "the pool makes a successor" || not_ok "the pool makes a successor (records: $(records))"
 curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$id"
 made=()
-wait_records 1 && ok "the taken one is killed as any other" || not_ok "the taken one is killed (records: $(records))"
+wait_records 2 && ok "the taken one is killed as any other" || not_ok "the taken one is killed (records: $(records))"
 kill "$daemon"
 wait "$daemon"
 is "$?" 0 "the daemon stops on SIGTERM with status 0"

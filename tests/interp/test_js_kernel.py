@@ -187,6 +187,18 @@ t.is_(text(k2.execute("process.env.HUTCH_TEST_ENV")), "global", "which is restor
 t.is_(text(k2.execute("await new Promise(r => setTimeout(r, 10)); process.env.A + process.env.B",
                       env_vars={"A": "1", "B": "2"})), "12", "env_vars in a cell that awaits")
 t.is_(text(k2.execute("[process.env.A, process.env.B]")), "[ undefined, undefined ]", "removed again")
+# a warm pool's kernel, given its sandbox's env vars once the sandbox is claimed: for good, in the
+# worker and in one started after it (process.exit in a cell replaces the worker)
+k2.send({"type": "environment", "env_vars": {"HUTCH_TEST_LATER": "claimed", "HUTCH_TEST_ENV": "new"}})
+t.is_(text(k2.execute("[process.env.HUTCH_TEST_LATER, process.env.HUTCH_TEST_ENV]")),
+      "[ 'claimed', 'new' ]", "an environment request sets env vars for good")
+t.is_(text(k2.execute("require('node:child_process').execSync('echo $HUTCH_TEST_LATER').toString().trim()")),
+      "claimed", "... for a child too")
+k2.execute("process.exit(3)")
+t.is_(text(k2.execute("process.env.HUTCH_TEST_LATER")), "claimed", "... and for a worker started after it")
+k2.send({"type": "environment", "env_vars": {"A": ["x"]}})
+t.is_(text(k2.execute("process.env.A ?? 'unset'")), "unset",
+      "an environment request that is not strings only is ignored")
 k2.close()
 
 # --- interrupts ---

@@ -266,6 +266,16 @@ m = k.execute("(os.environ.get('HUTCH_TEST_ABSENT', 'default'), os.environ['HUTC
 t.is_(text_of(m), "('default', 'kept')", "...then removed again, or restored")
 m = k.execute("os.getenv('FOO')", env_vars={"FOO": "bar"})
 t.is_(text_of(m), "bar", "E2B's env var test: os.getenv('FOO') with FOO=bar")
+# a warm pool's kernel, given its sandbox's env vars once the sandbox is claimed: for good
+k.send({"type": "environment", "env_vars": {"HUTCH_TEST_LATER": "claimed", "HUTCH_TEST_PRESET": "new"}})
+m = k.execute("(os.environ.get('HUTCH_TEST_LATER'), os.environ['HUTCH_TEST_PRESET'],"
+              " os.popen('echo $HUTCH_TEST_LATER').read())")
+t.is_(text_of(m), "('claimed', 'new', 'claimed\\n')",
+      "an environment request sets env vars for good (and for children); no message of its own")
+m = k.execute("os.environ['HUTCH_TEST_LATER']", env_vars={"HUTCH_TEST_LATER": "once"})
+m = k.execute("os.environ['HUTCH_TEST_LATER']")
+t.is_(text_of(m), "claimed", "an execution's env_vars over it are restored to it")
+k.send({"type": "environment", "env_vars": {"HUTCH_TEST_PRESET": "kept"}})
 
 # -- matplotlib ------------------------------------------------------------------------------------
 
@@ -538,7 +548,9 @@ except KernelGone:
 k.close()
 
 for bad in (b"not json\n", b'{"type":"execute","id":1,"code":"1"}\n', b'{"type":"other"}\n',
-            b'{"type":"execute","id":"a","code":"1","env_vars":{"A":1}}\n'):
+            b'{"type":"execute","id":"a","code":"1","env_vars":{"A":1}}\n',
+            b'{"type":"environment","env_vars":{"A":["x"]}}\n',
+            b'{"type":"environment","env_vars":"A=1"}\n'):
     k = start_kernel()
     k.proc.stdin.write(bad)
     k.proc.stdin.flush()
