@@ -16,13 +16,15 @@ three daemons, in turn, each figure for:
            imported (`import pandas as pd; pd.DataFrame({"a": [1]}).shape`), to its last line;
            with the zygote, the daemon's warm pool (HUTCH_POOL, pool.h) is on, and each round
            waits 3 s (untimed) for the pool's next sandbox
+  firstjs  the same with a first runCode in javascript (its default context's kernel: node,
+           running in a pool's sandbox; "cold" has no pool, so node starts at that runCode)
   memory   100 python contexts alive in one sandbox: the sandbox's memory (its cgroup's, without
            page cache) over them, per context, and the kernels' PSS
   oneshot  POST /run of `1+1` (hutch's one-shot runs: a fresh sandbox each, docs/API.md) at
            concurrency 1, 8 and 32: runs per second, against `hutch run --lang python --code
-           'print(1+1)'` at the same concurrency
+           'print(1+1)'` at the same concurrency; then both with `import pandas` first, at 8
 
-Environment: BENCH_INTERP="context runcode first memory" (which), BENCH_N (rounds, 30),
+Environment: BENCH_INTERP="context runcode first firstjs memory oneshot" (which), BENCH_N (rounds, 30),
 BENCH_WARMUP (3), BENCH_CONTEXTS (for memory, 100), HUTCH (the binary, build/hutch). Only
 loopback is used; every sandbox made is killed and the daemons stopped at the end.
 """
@@ -35,7 +37,7 @@ import serve as base  # noqa: E402  (Daemon, Client, pct)
 N = int(os.environ.get("BENCH_N", "30"))
 WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
 CONTEXTS = int(os.environ.get("BENCH_CONTEXTS", "100"))
-WHICH = os.environ.get("BENCH_INTERP", "context runcode first memory oneshot").split()
+WHICH = os.environ.get("BENCH_INTERP", "context runcode first firstjs memory oneshot").split()
 ONESHOT_RUNS = int(os.environ.get("BENCH_ONESHOT_RUNS", "48"))
 
 
@@ -59,10 +61,12 @@ class Interp:
             raise SystemExit("bench: POST /contexts answered %d: %s" % (st, b[:300]))
         return json.loads(b)["id"]
 
-    def run(self, code, ctx=None):
+    def run(self, code, ctx=None, language=None):
         body = {"code": code}
         if ctx:
             body["context_id"] = ctx
+        if language:
+            body["language"] = language
         st, b = self.cl.call("POST", "/execute", json.dumps(body), self.h)
         lines = [json.loads(x) for x in b.split(b"\n") if x]
         if st != 200 or not lines or lines[-1].get("type") != "end_of_execution" or \
@@ -156,7 +160,14 @@ def bench_runcode(sbs):
     compare("runcode", out)
 
 
-def bench_first(clients, made):
+FIRSTS = {  # round: (language, code, its value's text)
+    "first": (None, 'import pandas as pd; pd.DataFrame({"a": [1]}).shape', "(1, 1)"),
+    "firstjs": ("javascript", "[1, 2].map(x => x * 2).length", "2"),
+}
+
+
+def bench_first(clients, made, name="first"):
+    language, code, want = FIRSTS[name]
     out = {}
     for mode, cl in clients.items():
         xs = []
@@ -167,13 +178,13 @@ def bench_first(clients, made):
             t = time.monotonic()
             sb = Interp(cl, "code-interpreter-v1")
             made.append((cl, sb))
-            r = sb.run('import pandas as pd; pd.DataFrame({"a": [1]}).shape')
+            r = sb.run(code, language=language)
             xs.append(time.monotonic() - t)
-            assert r and r[0].get("text") == "(1, 1)", r
+            assert r and r[0].get("text") == want, r
             sb.kill()
             made.remove((cl, sb))
         out[mode] = xs
-    compare("first", out)
+    compare(name, out)
 
 
 def bench_memory(sbs_of, made):
@@ -196,12 +207,12 @@ def bench_memory(sbs_of, made):
         made.remove((cl, sb))
 
 
-def oneshot_rate(port, concurrency, runs):
+def oneshot_rate(port, concurrency, runs, code="1+1"):
     import concurrent.futures, http.client
 
     def one(_):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        c.request("POST", "/run", json.dumps({"code": "1+1"}), {"X-API-KEY": base.KEY})
+        c.request("POST", "/run", json.dumps({"code": code}), {"X-API-KEY": base.KEY})
         r = c.getresponse()
         body = r.read()
         c.close()
@@ -214,12 +225,12 @@ def oneshot_rate(port, concurrency, runs):
     return runs / (time.monotonic() - t)
 
 
-def run_rate(concurrency, runs, tmp):
+def run_rate(concurrency, runs, tmp, code="print(1+1)"):
     import concurrent.futures, subprocess
     env = {**os.environ, "HUTCH_STATE_DIR": tmp + "/run-state", "HUTCH_RUN_DIR": tmp + "/run-run"}
 
     def one(_):
-        p = subprocess.run([base.HUTCH, "run", "--lang", "python", "--code", "print(1+1)"], env=env,
+        p = subprocess.run([base.HUTCH, "run", "--lang", "python", "--code", code], env=env,
                            stdin=subprocess.DEVNULL, capture_output=True)
         if p.returncode != 0 or p.stdout.strip() != b"2":
             raise SystemExit("bench: hutch run: %s" % p.stderr[:300])
@@ -243,6 +254,13 @@ def bench_oneshot(daemons, tmp):
               "host / hutch run %.2fx, host / own %.2fx"
               % ("oneshot" if conc == 1 else "", "concurrency %d (%d runs)" % (conc, runs), a, o,
                  b, a / b, a / o))
+    # code that uses the data stack: `import pandas` first (the zygote has it imported; a fresh
+    # python3 imports it, about 1.4 s of CPU)
+    runs = max(16, ONESHOT_RUNS // 2)
+    a = oneshot_rate(daemons["host"].port, 8, runs, "import pandas\n1+1")
+    b = run_rate(8, runs, tmp, "import pandas\nprint(1+1)")
+    print("%-8s %-40s host %6.2f runs/s, hutch run --lang python %6.2f; host / hutch run %.2fx"
+          % ("", "import pandas, concurrency 8 (%d runs)" % runs, a, b, a / b))
 
 
 def main():
@@ -272,8 +290,9 @@ def main():
                 bench_context(sbs)
             if "runcode" in WHICH:
                 bench_runcode(sbs)
-        if "first" in WHICH:
-            bench_first(clients, made)
+        for name in FIRSTS:
+            if name in WHICH:
+                bench_first(clients, made, name)
         if "memory" in WHICH:
             bench_memory(templates, made)
         if "oneshot" in WHICH:
