@@ -89,6 +89,16 @@ struct ictx {
     bool discarding;       /* while attaching to an adopted kernel: its replayed output is old */
     bool share_pids;       /* its kernel's group has its pids limit (context_share.h) */
     bool doomed; /* made by a create whose kernel failed before its first ready: it goes */
+    /* The sandbox's spare python kernel (spare_ensure): in no list, found by no id, until a
+     * create takes it. Its command's tag says "spare" for good: a daemon after a restart tells a
+     * spare given away by the end of the execution that gave it away (replayed_end). */
+    bool spare;
+    bool promoting; /* given away: its create waits for the marker's end (marker_id) */
+    /* an execution of the daemon's own in flight (marker_send): "w-HEX" a warm-up, "0-HEX" a
+     * spare's promotion; "" when none */
+    char marker_id[48];
+    bool warm_up, warmed; /* a kernel started ahead: an empty execution once it is ready */
+    bool replayed_end;    /* an end of execution came in an adopted kernel's replay */
     uint64_t kernel_started_ms;
     bool share_warned;
     unsigned execution_count;
@@ -108,8 +118,9 @@ struct interp_state {
     struct scmd *zygote;
     bool zygote_ready; /* it said so: it listens */
     unsigned zygote_starts;
-    bool preload; /* the data stack imported in it (code-interpreter-v1) */
-    bool host;    /* its python kernels fork from the host's zygote when it is ready */
+    bool preload;    /* the data stack imported in it (code-interpreter-v1) */
+    bool host;       /* its python kernels fork from the host's zygote when it is ready */
+    bool want_spare; /* a python kernel forked ahead for the next create (spare_ensure) */
 };
 
 static void kernel_kill(struct ictx *ctx);
@@ -159,7 +170,15 @@ static struct interp_state *state_of(struct sbx *sb, bool make);
 static struct ictx *context_find_in(struct interp_state *st, const char *id)
 {
     for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
-        if (strcmp(c->id, id) == 0)
+        if (!c->spare && strcmp(c->id, id) == 0)
+            return c;
+    return NULL;
+}
+
+static struct ictx *spare_of(struct interp_state *st)
+{
+    for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
+        if (c->spare)
             return c;
     return NULL;
 }
@@ -225,7 +244,9 @@ static bool adopt_kernel(struct sbx *sb, struct scmd *c)
     }
     const struct language *l = language_find(lang);
     bool is_default = strcmp(kind, "default") == 0;
-    if (!l || context_find_in(st, id) || (is_default && default_found(sb, l)))
+    bool spare = strcmp(kind, "spare") == 0;
+    if (!l || context_find_in(st, id) || (is_default && default_found(sb, l)) ||
+        (spare && !l->zygote))
         return false;
     struct ictx *ctx = context_new(sb, l, c->cwd && c->cwd[0] == '/' ? c->cwd : NULL, is_default);
     if (!ctx)
@@ -241,6 +262,16 @@ static bool adopt_kernel(struct sbx *sb, struct scmd *c)
         ctx->kernel = NULL;
         context_free(ctx);
         return false;
+    }
+    /* a spare is a context once an execution ended in it: the one that gave it away, at least */
+    if (spare && !ctx->replayed_end) {
+        if (spare_of(st)) { /* one a sandbox */
+            scmd_detach(c, ctx);
+            context_free(ctx);
+            return false;
+        }
+        ctx->spare = true;
+        st->want_spare = true;
     }
     /* one the zygote forked: its own process, not the stub, is the one to interrupt */
     if (l->zygote && c->argv && c->argv[0] && strcmp(c->argv[0], INTERP_SANDBOX_STUB) == 0) {
@@ -453,7 +484,7 @@ static void exec_timer(uv_timer_t *t)
 {
     struct icall *c = t->data;
     struct ictx *waited = c->ctx;
-    if (waited && waited->kernel && !waited->ready &&
+    if (waited && waited->kernel && (!waited->ready || waited->promoting) &&
         uv_now(t->loop) - waited->kernel_started_ms >= c->d->kernel_ready_ms) {
         char why[96];
         snprintf(why, sizeof why, "the kernel did not get ready within %llu s: it was killed",
@@ -574,6 +605,37 @@ static void kernel_violation(struct ictx *ctx, const char *what)
     kernel_lost(ctx, why, false);
 }
 
+/* An empty execution of the daemon's own (no count, no history in the kernel), kind 'w' or '0'
+ * (marker_id). A warm-up: a kernel started ahead takes the page faults of its first execution
+ * (most of 20 ms, here) before a call waits for them. A promotion: a spare given away, whose
+ * end the kernel's output then holds, so that a daemon after a restart finds it a context. */
+static void marker_send(struct ictx *ctx, char kind, bool may_free)
+{
+    char hex[33];
+    random_hex(hex, 16);
+    snprintf(ctx->marker_id, sizeof ctx->marker_id, "%c-%s", kind, hex);
+    struct interp_execute e = {.code = json_string(""), .env_vars = json_object()};
+    size_t n;
+    char *line = e.code && e.env_vars ? interp_execute_request(&e, ctx->marker_id, &n) : NULL;
+    json_decref(e.code);
+    json_decref(e.env_vars);
+    /* A promotion first has the kernel take again what a start takes from the environment and
+     * the files (PYTHONPATH, the user's site-packages, matplotlib's configuration): a spare
+     * forked before a `pip install --user` sees the package, as a kernel started now would. */
+    static const char refresh[] = "{\"type\":\"environment\",\"env_vars\":{}}\n";
+    err_t err;
+    if (!line ||
+        (kind == '0' &&
+         scmd_input(ctx->kernel, false, (const uint8_t *)refresh, sizeof refresh - 1, &err) < 0) ||
+        scmd_input(ctx->kernel, false, (const uint8_t *)line, n, &err) < 0) {
+        free(line);
+        kernel_kill(ctx);
+        kernel_lost(ctx, "the spare kernel could not be given away", may_free);
+        return;
+    }
+    free(line);
+}
+
 /* A line of an adopted kernel's replayed output (what it wrote before this daemon): nothing is
  * forwarded or judged (the replay may begin mid-line); an end of execution gives back the
  * context's execution count, which the daemon before us put in the id. */
@@ -585,6 +647,8 @@ static void replayed_message(struct ictx *ctx, const char *line, size_t len)
         return;
     unsigned count;
     char dash;
+    if (m.type == KERNEL_END_OF_EXECUTION && m.end_id[0] != 'w') /* a warm-up's: no context */
+        ctx->replayed_end = true;
     if (m.type == KERNEL_END_OF_EXECUTION && sscanf(m.end_id, "%u%c", &count, &dash) == 2 &&
         dash == '-')
         ctx->execution_count = count;
@@ -640,6 +704,14 @@ static void handle_message(struct ictx *ctx, const char *line, size_t len)
             return;
         }
         ctx->ready = ctx->ever_ready = true;
+        if (ctx->promoting) { /* given away before it was ready */
+            marker_send(ctx, '0', false);
+            return;
+        }
+        if (ctx->warm_up && !ctx->warmed && !ctx->queue && !ctx->waiters) {
+            marker_send(ctx, 'w', false);
+            return;
+        }
         ready_answer(ctx, NULL);
         queue_kick(ctx);
         return;
@@ -659,6 +731,21 @@ static void handle_message(struct ictx *ctx, const char *line, size_t len)
             json_decref(m.client_line);
         return;
     case KERNEL_END_OF_EXECUTION:
+        if (ctx->marker_id[0] && strcmp(m.end_id, ctx->marker_id) == 0) {
+            bool warm_up = ctx->marker_id[0] == 'w';
+            ctx->marker_id[0] = '\0';
+            ctx->warmed = true;
+            if (ctx->promoting && warm_up) { /* given away during its warm-up */
+                marker_send(ctx, '0', false);
+                return;
+            }
+            if (ctx->promoting) {
+                ctx->promoting = false; /* the spare is a context, for a daemon after us too */
+                ready_answer(ctx, NULL);
+            }
+            queue_kick(ctx);
+            return;
+        }
         if (ctx->adopted && (!run || strcmp(m.end_id, run->exec_id) != 0))
             return; /* the end of one the daemon before us sent */
         if (!run || strcmp(m.end_id, run->exec_id) != 0) {
@@ -972,7 +1059,9 @@ static int kernel_start(struct ictx *ctx, err_t *err)
     char file[sizeof INTERP_SANDBOX_DIR + 64], tag[JAIL_COMMAND_MAX_TAG + 1];
     snprintf(file, sizeof file, "%s/%s", INTERP_SANDBOX_DIR, ctx->lang->file);
     snprintf(tag, sizeof tag, "%s%s %s %s", KERNEL_TAG_PREFIX, ctx->id, ctx->lang->name,
-             ctx->is_default ? "default" : "created");
+             ctx->is_default ? "default"
+             : ctx->spare    ? "spare"
+                             : "created");
     struct interp_state *st = sb->interp;
     bool forked = ctx->lang->zygote && sb->d->kernel_stub_path[0];
     bool host = forked && st && st->host && host_zygote_available(sb->d);
@@ -1025,19 +1114,24 @@ static int kernel_start(struct ictx *ctx, err_t *err)
 static void kernel_lost(struct ictx *ctx, const char *why, bool may_free)
 {
     kernel_pidfd_close(ctx);
-    bool was_ready = ctx->ready;
+    /* a spare being given away is no context yet: its create fails, and it goes */
+    bool promoting = ctx->promoting;
+    bool was_ready = ctx->ready && !promoting;
     ctx->ready = false;
+    ctx->promoting = false;
+    ctx->marker_id[0] = '\0';
     ctx->line_len = 0;
     struct icall *run = ctx->queue && ctx->queue->sent ? ctx->queue : NULL;
     if (run) {
         exec_error(run, "KernelError", why);
         icall_finish(run);
     }
-    if (!was_ready) {
+    if (!was_ready || ctx->spare) {
         fail_calls(ctx, "KernelError", why);
-        /* a context made by a create that failed is not one: it goes, now where nothing walks it
-         * after us (the command's end, a timer), else at the end of its output's callback */
-        if (!ctx->is_default && !ctx->ever_ready) {
+        /* a context made by a create that failed is not one (nor a spare): it goes, now where
+         * nothing walks it after us (the command's end, a timer), else at the end of its
+         * output's callback */
+        if (!ctx->is_default && (!ctx->ever_ready || promoting || ctx->spare)) {
             if (may_free)
                 context_free(ctx);
             else
@@ -1090,7 +1184,7 @@ static void queue_kick(struct ictx *ctx)
         icall_finish(ctx->queue);
     }
     struct icall *c = ctx->queue;
-    if (!c || c->sent)
+    if (!c || c->sent || ctx->promoting || ctx->marker_id[0])
         return;
     err_t err;
     if (!ctx->kernel) {
@@ -1217,6 +1311,54 @@ static void execute_parsed(struct icall *c, struct sbx *sb)
     exec_accept(c, ctx);
 }
 
+/* The sandbox's spare: a python kernel forked from the host's zygote ahead of the next create
+ * of a python context with the default cwd, which takes it (about 50 ms of a fork and a
+ * kernel's start, here, no longer waited for). One a sandbox, once it wants one. */
+static void spare_ensure(struct sbx *sb)
+{
+    struct interp_state *st = sb->interp;
+    if (!st || !st->want_spare || !st->host || sb->killing || sb->gone ||
+        sb->state != SANDBOX_RUNNING || !host_zygote_available(sb->d) ||
+        !language_available(sb->d, &languages[0]))
+        return;
+    struct ictx *spare = spare_of(st);
+    if (spare)
+        return;
+    spare = context_new(sb, &languages[0], NULL, false);
+    if (!spare)
+        return;
+    spare->spare = spare->warm_up = true;
+    err_t err;
+    if (kernel_start(spare, &err) < 0) {
+        fprintf(stderr, "hutch serve: sandbox %s: a spare python kernel: %s\n", sb->id, err.msg);
+        context_free(spare);
+    }
+}
+
+/* A create of a python context with the default cwd takes the spare: it becomes a context, made
+ * now (the last in the list), and the create is answered once the marker's execution ended. */
+static struct ictx *spare_take(struct sbx *sb, const struct language *l, const char *cwd)
+{
+    struct interp_state *st = sb->interp;
+    struct ictx *ctx = spare_of(st);
+    if (!ctx || l != &languages[0] || (cwd && strcmp(cwd, ctx->cwd) != 0) || !ctx->kernel ||
+        ctx->doomed)
+        return NULL;
+    for (struct ictx **p = &st->contexts; *p; p = &(*p)->next)
+        if (*p == ctx) {
+            *p = ctx->next;
+            break;
+        }
+    ctx->next = NULL;
+    struct ictx **tail = &st->contexts;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = ctx;
+    ctx->spare = false;
+    ctx->promoting = true;
+    return ctx;
+}
+
 static void do_create(struct icall *c, struct sbx *sb)
 {
     struct interp_context_request r;
@@ -1241,7 +1383,17 @@ static void do_create(struct icall *c, struct sbx *sb)
         interp_context_free(&r);
         return;
     }
-    struct ictx *ctx = context_new(sb, l, r.cwd, false);
+    struct interp_state *st = state_of(sb, true);
+    struct ictx *ctx = st ? spare_take(sb, l, r.cwd) : NULL;
+    if (ctx) {
+        interp_context_free(&r);
+        ready_wait(c, ctx);
+        if (ctx->ready && !ctx->marker_id[0])
+            marker_send(ctx, '0', true); /* else once it is, or its warm-up ended */
+        spare_ensure(sb);                /* the next one */
+        return;
+    }
+    ctx = context_new(sb, l, r.cwd, false);
     interp_context_free(&r);
     if (!ctx) {
         http_respond_error(c->x, 429, "this sandbox has %d contexts already", CONTEXTS_MAX);
@@ -1253,6 +1405,10 @@ static void do_create(struct icall *c, struct sbx *sb)
         return;
     }
     ready_wait(c, ctx);
+    if (l == &languages[0] && st) { /* one python context: more may follow */
+        st->want_spare = true;
+        spare_ensure(sb);
+    }
 }
 
 /* The context's kernel killed, its calls ended, and then (restart) a new kernel or (delete)
@@ -1311,8 +1467,9 @@ static void do_list(struct http_exchange *x, struct sbx *sb)
     struct interp_state *st = state_of(sb, true);
     json_t *a = json_array();
     for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
-        json_array_append_new(
-            a, json_pack("{s:s,s:s,s:s}", "id", c->id, "language", c->lang->name, "cwd", c->cwd));
+        if (!c->spare)
+            json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "id", c->id, "language",
+                                               c->lang->name, "cwd", c->cwd));
     char *s = json_dumps(a, JSON_COMPACT);
     json_decref(a);
     respond_json_text(x, 200, s);
@@ -1403,6 +1560,8 @@ static void warm_default(struct sbx *sb, const struct language *lang)
 {
     struct ictx *ctx = default_context(sb, lang);
     err_t err;
+    if (ctx)
+        ctx->warm_up = lang->zygote; /* a fork's first execution: its page faults ahead */
     if (ctx && !ctx->kernel && kernel_start(ctx, &err) < 0)
         fprintf(stderr, "hutch serve: sandbox %s: its %s kernel: %s\n", sb->id, lang->name,
                 err.msg);
@@ -1425,8 +1584,11 @@ void interp_warm(struct sbx *sb, enum interp_warmth warmth)
         st->preload = true;
         zygote_start(sb);
     }
-    if (warmth == INTERP_WARM_ALL)
+    if (warmth == INTERP_WARM_ALL) {
         warm_default(sb, &languages[1]); /* node, started cold: it has no zygote */
+        st->want_spare = true;           /* and a python kernel for the first create */
+        spare_ensure(sb);
+    }
 }
 
 void interp_run(struct sbx *sb, struct http_exchange *x, struct interp_execute *e,
@@ -1470,7 +1632,8 @@ void interp_claimed(struct sbx *sb, const char *env_json)
     char *line = st ? interp_environment_request(env_json, &n) : NULL;
     if (!line)
         return;
-    for (struct ictx *ctx = st->contexts; ctx; ctx = ctx->next) {
+    for (struct ictx *ctx = st->contexts, *next; ctx; ctx = next) {
+        next = ctx->next; /* a spare lost here is freed */
         if (!ctx->kernel)
             continue;
         err_t err;
@@ -1482,6 +1645,7 @@ void interp_claimed(struct sbx *sb, const char *env_json)
         }
     }
     free(line);
+    spare_ensure(sb); /* again, if its spare was one of those */
 }
 
 bool interp_warm_ready(struct sbx *sb)

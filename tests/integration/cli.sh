@@ -56,6 +56,10 @@ B=$(jget "$out" 'd["sandboxID"]')
 made+=("$B")
 [ -n "$B" ] && [ -n "$(jget "$out" 'd["envdAccessToken"]')" ] && ok "create --json prints the daemon's answer" ||
     not_ok "create --json prints the daemon's answer"
+# code-interpreter-v1 starts its default python kernel at the create: the count is taken once it
+# answers (its pipes are the daemon's for the sandbox's life)
+curl -s -m 60 -o /dev/null -H "E2b-Sandbox-Id: $B" -H "E2b-Sandbox-Port: 49999" \
+    -H "X-Access-Token: $(jget "$out" 'd["envdAccessToken"]')" -d '{"code":"1"}' "$U/execute"
 fds_before=$(daemon_fds)
 hx ls --json
 is "$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(" ".join(str(s[k]) for s in d if s["sandboxID"]==sys.argv[2] for k in ("cpuCount","memoryMB","diskSizeMB","state")))' "$out" "$A")" \

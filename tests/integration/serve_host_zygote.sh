@@ -252,6 +252,63 @@ t0=$(now_ms)
 c_exec '{"code":"import time; time.sleep(30)"}' 2 >/dev/null
 like "$(c_exec '{"code":"x"}' 20)" '"text":"41"' "... and the new daemon interrupts its kernel (a client gone away), the state kept"
 [ $(($(now_ms) - t0)) -lt 15000 ] && ok "... within seconds, not the sleep's 30" || not_ok "... within seconds (took $(($(now_ms) - t0)) ms)"
+# ---------------------------------------------------------------- the spare kernel
+# After a sandbox's first python context, a spare kernel is forked for the next create with the
+# default cwd, which takes it: a kernel started before that create, yet with the user's
+# site-packages as they are at the create, sharing nothing with the other contexts, its count from
+# 1, hidden from the list until taken. A daemon after a kill -9 tells the spares it gave away
+# (contexts, listed, with their state, also one never used) from the one it did not (hidden, and
+# taken by the next create).
+r=$(curl -s -H "X-API-KEY: $KEY" -X POST -d '{"templateID":"code-interpreter-v1","timeout":300}' "$U/v2/sandboxes")
+S=$(jfield "$r" sandboxID)
+S_TOKEN=$(jfield "$r" envdAccessToken)
+s_call() { curl -s -m 60 -H "E2b-Sandbox-Id: $S" -H "E2b-Sandbox-Port: 49999" -H "X-Access-Token: $S_TOKEN" "$@"; }
+# s_exec CODE [CONTEXT]: an execute's lines; s_ctx BODY: a new context's id
+s_exec() { s_call -d "$(python3 -c 'import json,sys; d={"code":sys.argv[1]}; d.update({"context_id":sys.argv[2]} if sys.argv[2:] and sys.argv[2] else {}); print(json.dumps(d))' "$@")" "$U/execute"; }
+s_ctx() { jfield "$(s_call -d "$1" "$U/contexts")" id; }
+s_text() { python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m["type"] == "result": print(m.get("text", ""))
+    if m["type"] == "error": print("ERROR", m["name"], m["value"])'; }
+s_python_ids() { s_call "$U/contexts" | python3 -c 'import json,sys; print(" ".join(sorted(c["id"] for c in json.load(sys.stdin) if c["language"] == "python")))'; }
+AGE='import os; _t = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK"); _age = round(float(open("/proc/uptime").read().split()[0]) - _t, 2)'
+DEFAULT_PY=$(s_python_ids)
+c1=$(s_ctx '{"language":"python"}')
+s_exec 'secret_of_c1 = 1' "$c1" >/dev/null
+sleep 2 # the spare: forked after c1's create, ready by now
+s_exec 'import os, sys; d = os.path.expanduser("~/.local/lib/python%d.%d/site-packages" % sys.version_info[:2]); os.makedirs(d, exist_ok=True); open(d + "/hutch_spare_mod.py", "w").write("X = 5")' >/dev/null
+t0=$(now_ms)
+c2=$(s_ctx '{}')
+since=$(($(now_ms) - t0))
+out=$(s_exec "$AGE"$'\ntry:\n    secret_of_c1\n    seen = True\nexcept NameError:\n    seen = False\nimport hutch_spare_mod\n(_age, seen, hutch_spare_mod.X, os.getcwd())' "$c2")
+facts=$(s_text <<<"$out")
+python3 -c 'import sys; age, seen, x, cwd = eval(sys.argv[1]); sys.exit(not (age > float(sys.argv[2]) / 1000 + 1))' "$facts" "$since" &&
+    ok "the next create takes the spare: its kernel started before that create ($facts; the create ${since} ms ago)" ||
+    not_ok "the next create takes the spare: its kernel started before that create (got '$facts', the create ${since} ms ago)"
+like "$facts" "^\([0-9.]+, False, 5, '/home/user'\)$" "... with none of another context's variables, the user's site-packages written after its start, the default cwd"
+like "$out" '"execution_count":1[,}]' "... its first execution counted 1"
+c3=$(s_ctx '{"language":"python"}') # another spare (or its fork on the way), never run
+c4=$(s_ctx '{"cwd":"/tmp"}')        # a cwd of its own: a kernel of its own
+is "$(s_exec 'import os; os.getcwd()' "$c4" | s_text)" /tmp "a create with a cwd of its own runs there"
+want=$(printf '%s\n' $DEFAULT_PY "$c1" "$c2" "$c3" "$c4" | sort | tr '\n' ' ' | sed 's/ $//')
+is "$(s_python_ids)" "$want" "the list shows the created contexts and the default one, no spare"
+s_exec 'kept_in_c2 = 9' "$c2" >/dev/null
+sleep 2 # a spare again, ready
+kill -9 "$daemon"
+wait "$daemon" 2>/dev/null
+start_daemon HUTCH_POOL=0 HUTCH_TEST_SECRET="$SECRET"
+is "$(s_python_ids)" "$want" "after a kill -9 and a new daemon: the same contexts listed, also one never run, and no spare"
+is "$(s_exec 'kept_in_c2' "$c2" | s_text)" 9 "... a context that was a spare has its state"
+is "$(s_exec '1 + 2' "$c3" | s_text)" 3 "... the one never run works"
+t0=$(now_ms)
+c5=$(s_ctx '{}')
+since=$(($(now_ms) - t0))
+facts=$(s_exec "$AGE"$'\n_age' "$c5" | s_text)
+python3 -c 'import sys; sys.exit(not (float(sys.argv[1]) > float(sys.argv[2]) / 1000 + 1))' "$facts" "$since" &&
+    ok "... and the spare it found hidden is taken by the next create (its kernel $facts s old)" ||
+    not_ok "... and the spare it found hidden is taken by the next create (got '$facts', the create ${since} ms ago)"
+curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$S"
 curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "$U/sandboxes/$C"
 NEW=$(zygote_pid)
 kill "$daemon"
