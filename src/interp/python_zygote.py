@@ -132,8 +132,9 @@ def matplotlib_again(env):
             backend = mpl.rcParams["backend"]
             mpl.rcParams.update(mpl.rc_params_from_file(fname, fail_on_error=False,
                                                         use_default_template=False))
-            if not env.get("MPLBACKEND"):
-                mpl.rcParams["backend"] = backend
+            # the environment's over the file's, as matplotlib's own start has it; else the
+            # kernel's as it was
+            mpl.rcParams["backend"] = env.get("MPLBACKEND") or backend
             break
 
 

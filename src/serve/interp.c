@@ -292,6 +292,10 @@ static struct interp_state *state_of(struct sbx *sb, bool make)
     sb->interp = calloc(1, sizeof *sb->interp);
     if (!sb->interp)
         return NULL;
+    if (sb->code_template) { /* reopened: its new python kernels as at its create */
+        sb->interp->host = true;
+        sb->interp->zygote_starts = ZYGOTE_STARTS_MAX;
+    }
     for (struct scmd *c = sb->cmds; c; c = c->next)
         if (c->tag && strncmp(c->tag, KERNEL_TAG_PREFIX, sizeof KERNEL_TAG_PREFIX - 1) == 0 &&
             !c->ended && !adopt_kernel(sb, c)) {

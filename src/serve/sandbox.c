@@ -763,7 +763,7 @@ struct live_row {
     bool taken; /* reopened (or tried), from the loop or for a request */
     char id[STORE_ID_MAX + 1];
     enum sandbox_state state;
-    bool auto_pause, auto_pause_cold, auto_resume, cold;
+    bool auto_pause, auto_pause_cold, auto_resume, cold, code_template;
     unsigned cpu_count, memory_mb, disk_mb;
     int64_t deadline_ms;
     char envd_token[STORE_TOKEN_MAX + 1];
@@ -792,6 +792,7 @@ static void collect_row(const struct store_sandbox *row, void *ctx)
     r->auto_pause_cold = row->auto_pause_cold;
     r->auto_resume = row->auto_resume;
     r->cold = row->cold;
+    r->code_template = strcmp(row->alias, "code-interpreter-v1") == 0;
     r->cpu_count = row->cpu_count;
     r->memory_mb = row->memory_mb;
     r->disk_mb = row->disk_mb;
@@ -868,6 +869,7 @@ static bool reopen_one(struct serve *d, const struct live_row *r)
     sb->cpu_count = r->cpu_count;
     sb->memory_mb = r->memory_mb;
     sb->disk_mb = r->disk_mb; /* a boot's jail_spec asks for it */
+    sb->code_template = r->code_template;
     snprintf(sb->envd_token, sizeof sb->envd_token, "%s", r->envd_token);
     if (r->state == SANDBOX_CREATING) { /* half made: what began is killed */
         sbx_kill(sb, "the daemon stopped while it was being created", NULL, NULL);

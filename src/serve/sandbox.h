@@ -69,6 +69,8 @@ struct sbx {
     unsigned open_handles;
     bool ctl_polling, pidfd_polling, killing, gone;
     bool adopt_on_resume;    /* reopened paused: its commands are attached once it runs */
+    bool code_template;      /* reopened, of code-interpreter-v1: python kernels from the host's
+                                zygote, as at its create (interp.h) */
     bool pooled;             /* in a warm pool (pool.c): nobody's yet, hidden from every call */
     unsigned char pool_kind; /* which pool (pool.c), while pooled */
     bool cold;               /* paused without memory: no jail, its disk layer on disk */

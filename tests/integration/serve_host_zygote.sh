@@ -237,6 +237,8 @@ ctx=$(curl -s -m 60 -H "E2b-Sandbox-Id: $C" -H "E2b-Sandbox-Port: 49999" -H "X-A
 ctx_id=$(jfield "$ctx" id)
 like "$(c_exec "{\"code\":\"import sys, hutch_user_mod; (hutch_user_mod.X, [p for p in sys.path if p.endswith('-packages')][0].startswith('/home/user/'))\",\"context_id\":\"$ctx_id\"}")" \
     '"text":"\(7, True\)"' "a new context imports what the user installed in its site-packages, ahead of the system's"
+like "$(c_exec "{\"code\":\"import sys; ('pandas' in sys.modules, open('/proc/self/status').read().split('PPid:')[1].split()[0])\",\"context_id\":\"$ctx_id\"}")" \
+    '"text":"\(True, '"'"'0'"'"'\)"' "... forked from the host's zygote as before the restart: pandas imported, its parent outside"
 # matplotlib's configuration from the sandbox user's HOME, as a kernel importing it cold reads it
 # (the zygote imported it with its own): a matplotlibrc, a style sheet, the config directory
 backend0=$(c_exec '{"code":"import matplotlib; matplotlib.get_backend()"}' | grep -o '"text":"[^"]*"')
