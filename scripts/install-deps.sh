@@ -26,6 +26,12 @@ packages=(
     # the code interpreter's Python contexts (src/interp/python_kernel.py): IPython, and the data
     # stack its zygote preloads for code-interpreter-v1 (numpy, pandas, matplotlib; PIL images)
     python3-ipython python3-numpy python3-pandas python3-matplotlib python3-pil
+    # ... and what else E2B's code-interpreter template has that Debian packages, for the cells
+    # that import it (none is preloaded: each would make every fork of the zygote dearer)
+    python3-scipy python3-sympy python3-sklearn python3-seaborn python3-plotly python3-xarray
+    python3-skimage python3-opencv python3-imageio python3-soundfile python3-nltk python3-joblib
+    python3-requests python3-aiohttp python3-bs4 python3-tornado python3-tqdm python3-pytest
+    python3-openpyxl python3-xlrd python3-docx python3-tz
     r-base-core      # the code interpreter's R contexts (src/interp/r_kernel.py)
     openjdk-17-jdk-headless # its Java contexts: jshell's API (src/interp/java_kernel.py)
 )

@@ -72,6 +72,14 @@ struct icall {
     struct icall *next;
 };
 
+/* An execution of the daemon's own: its kind is its id's first character, which a daemon after
+ * a restart reads in the replay (a warm-up's end makes no context of a spare). */
+enum marker {
+    MARKER_NONE = 0,
+    MARKER_WARM_UP = 'w',   /* a kernel started ahead: its first execution's page faults */
+    MARKER_PROMOTION = '0', /* a spare given away: its end is in the kernel's output */
+};
+
 struct ictx {
     struct sbx *sb;
     char id[37];
@@ -94,8 +102,8 @@ struct ictx {
      * spare given away by the end of the execution that gave it away (replayed_end). */
     bool spare;
     bool promoting; /* given away: its create waits for the marker's end (marker_id) */
-    /* an execution of the daemon's own in flight (marker_send): "w-HEX" a warm-up, "0-HEX" a
-     * spare's promotion; "" when none */
+    /* an execution of the daemon's own in flight (marker_send), and its id "KIND-HEX" */
+    enum marker marker;
     char marker_id[48];
     bool warm_up, warmed; /* a kernel started ahead: an empty execution once it is ready */
     bool replayed_end;    /* an end of execution came in an adopted kernel's replay */
@@ -183,6 +191,27 @@ static struct ictx *spare_of(struct interp_state *st)
     return NULL;
 }
 
+/* appended: the list shows the contexts in the order they were made (a spare: given away) */
+static void context_append(struct interp_state *st, struct ictx *ctx)
+{
+    struct ictx **tail = &st->contexts;
+    while (*tail)
+        tail = &(*tail)->next;
+    ctx->next = NULL;
+    *tail = ctx;
+}
+
+static bool context_unlink(struct interp_state *st, struct ictx *ctx)
+{
+    for (struct ictx **p = &st->contexts; *p; p = &(*p)->next)
+        if (*p == ctx) {
+            *p = ctx->next;
+            ctx->next = NULL;
+            return true;
+        }
+    return false;
+}
+
 static struct ictx *context_find(struct sbx *sb, const char *id)
 {
     return context_find_in(state_of(sb, true), id);
@@ -203,11 +232,7 @@ static struct ictx *context_new(struct sbx *sb, const struct language *lang, con
     ctx->is_default = is_default;
     new_context_id(ctx->id);
     snprintf(ctx->cwd, sizeof ctx->cwd, "%s", cwd ? cwd : JAIL_USER_HOME);
-    /* appended: the list shows them in the order they were made */
-    struct ictx **tail = &st->contexts;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = ctx;
+    context_append(st, ctx);
     st->n_contexts++;
     return ctx;
 }
@@ -540,12 +565,8 @@ static void ready_answer(struct ictx *ctx, const char *failure)
 static void context_free(struct ictx *ctx)
 {
     struct interp_state *st = ctx->sb->interp;
-    for (struct ictx **p = &st->contexts; *p; p = &(*p)->next)
-        if (*p == ctx) {
-            *p = ctx->next;
-            st->n_contexts--;
-            break;
-        }
+    if (context_unlink(st, ctx))
+        st->n_contexts--;
     kernel_pidfd_close(ctx);
     free(ctx->line);
     free(ctx);
@@ -609,15 +630,28 @@ static void kernel_violation(struct ictx *ctx, const char *what)
     kernel_lost(ctx, why, false);
 }
 
-/* An empty execution of the daemon's own (no count, no history in the kernel), kind 'w' or '0'
- * (marker_id). A warm-up: a kernel started ahead takes the page faults of its first execution
- * (most of 20 ms, here) before a call waits for them. A promotion: a spare given away, whose
- * end the kernel's output then holds, so that a daemon after a restart finds it a context. */
-static void marker_send(struct ictx *ctx, char kind, bool may_free)
+/* A line to the kernel between executions; one that cannot be written costs the kernel (killed,
+ * and lost with why). -1 then: ctx may be freed (may_free). line NULL: out of memory. */
+static int kernel_send(struct ictx *ctx, const char *line, size_t n, const char *why, bool may_free)
+{
+    err_t err;
+    if (line && scmd_input(ctx->kernel, false, (const uint8_t *)line, n, &err) == 0)
+        return 0;
+    kernel_kill(ctx);
+    kernel_lost(ctx, why, may_free);
+    return -1;
+}
+
+/* An empty execution of the daemon's own (no count, no history in the kernel). A warm-up: a
+ * kernel started ahead takes the page faults of its first execution (most of 20 ms, here) before
+ * a call waits for them. A promotion: a spare given away, whose end the kernel's output then
+ * holds, so that a daemon after a restart finds it a context. */
+static void marker_send(struct ictx *ctx, enum marker kind, bool may_free)
 {
     char hex[33];
     random_hex(hex, 16);
-    snprintf(ctx->marker_id, sizeof ctx->marker_id, "%c-%s", kind, hex);
+    snprintf(ctx->marker_id, sizeof ctx->marker_id, "%c-%s", (char)kind, hex);
+    ctx->marker = kind;
     struct interp_execute e = {.code = json_string(""), .env_vars = json_object()};
     size_t n;
     char *line = e.code && e.env_vars ? interp_execute_request(&e, ctx->marker_id, &n) : NULL;
@@ -627,16 +661,13 @@ static void marker_send(struct ictx *ctx, char kind, bool may_free)
      * the files (PYTHONPATH, the user's site-packages, matplotlib's configuration): a spare
      * forked before a `pip install --user` sees the package, as a kernel started now would. */
     static const char refresh[] = "{\"type\":\"environment\",\"env_vars\":{}}\n";
-    err_t err;
-    if (!line ||
-        (kind == '0' &&
-         scmd_input(ctx->kernel, false, (const uint8_t *)refresh, sizeof refresh - 1, &err) < 0) ||
-        scmd_input(ctx->kernel, false, (const uint8_t *)line, n, &err) < 0) {
-        free(line);
-        kernel_kill(ctx);
-        kernel_lost(ctx, "the spare kernel could not be given away", may_free);
-        return;
-    }
+    const char *why = kind == MARKER_PROMOTION ? "the spare kernel could not be given away"
+                                               : "the kernel's warm-up could not be sent";
+    int rc = 0;
+    if (kind == MARKER_PROMOTION)
+        rc = kernel_send(ctx, line ? refresh : NULL, sizeof refresh - 1, why, may_free);
+    if (rc == 0)
+        kernel_send(ctx, line, n, why, may_free);
     free(line);
 }
 
@@ -651,7 +682,7 @@ static void replayed_message(struct ictx *ctx, const char *line, size_t len)
         return;
     unsigned count;
     char dash;
-    if (m.type == KERNEL_END_OF_EXECUTION && m.end_id[0] != 'w') /* a warm-up's: no context */
+    if (m.type == KERNEL_END_OF_EXECUTION && m.end_id[0] != MARKER_WARM_UP) /* no context */
         ctx->replayed_end = true;
     if (m.type == KERNEL_END_OF_EXECUTION && sscanf(m.end_id, "%u%c", &count, &dash) == 2 &&
         dash == '-')
@@ -709,11 +740,11 @@ static void handle_message(struct ictx *ctx, const char *line, size_t len)
         }
         ctx->ready = ctx->ever_ready = true;
         if (ctx->promoting) { /* given away before it was ready */
-            marker_send(ctx, '0', false);
+            marker_send(ctx, MARKER_PROMOTION, false);
             return;
         }
         if (ctx->warm_up && !ctx->warmed && !ctx->queue && !ctx->waiters) {
-            marker_send(ctx, 'w', false);
+            marker_send(ctx, MARKER_WARM_UP, false);
             return;
         }
         ready_answer(ctx, NULL);
@@ -735,12 +766,12 @@ static void handle_message(struct ictx *ctx, const char *line, size_t len)
             json_decref(m.client_line);
         return;
     case KERNEL_END_OF_EXECUTION:
-        if (ctx->marker_id[0] && strcmp(m.end_id, ctx->marker_id) == 0) {
-            bool warm_up = ctx->marker_id[0] == 'w';
-            ctx->marker_id[0] = '\0';
+        if (ctx->marker && strcmp(m.end_id, ctx->marker_id) == 0) {
+            bool warm_up = ctx->marker == MARKER_WARM_UP;
+            ctx->marker = MARKER_NONE;
             ctx->warmed = true;
             if (ctx->promoting && warm_up) { /* given away during its warm-up */
-                marker_send(ctx, '0', false);
+                marker_send(ctx, MARKER_PROMOTION, false);
                 return;
             }
             if (ctx->promoting) {
@@ -1113,17 +1144,24 @@ static int kernel_start(struct ictx *ctx, err_t *err)
     return ctx->kernel ? 0 : -1;
 }
 
+/* A context no client has been given yet: a spare, one being given away (its create waits), or
+ * one whose create's kernel never got ready. It goes when its kernel does. */
+static bool context_unknown(const struct ictx *ctx)
+{
+    return !ctx->is_default && (ctx->spare || ctx->promoting || !ctx->ever_ready);
+}
+
 /* The kernel is gone (dead, or killed by us): what it ran fails with why; the waiting executes
  * start a new kernel, unless it never got ready (then it cannot start: all of them fail). */
 static void kernel_lost(struct ictx *ctx, const char *why, bool may_free)
 {
     kernel_pidfd_close(ctx);
+    bool unknown = context_unknown(ctx);
     /* a spare being given away is no context yet: its create fails, and it goes */
-    bool promoting = ctx->promoting;
-    bool was_ready = ctx->ready && !promoting;
+    bool was_ready = ctx->ready && !ctx->promoting;
     ctx->ready = false;
     ctx->promoting = false;
-    ctx->marker_id[0] = '\0';
+    ctx->marker = MARKER_NONE;
     ctx->line_len = 0;
     struct icall *run = ctx->queue && ctx->queue->sent ? ctx->queue : NULL;
     if (run) {
@@ -1132,10 +1170,9 @@ static void kernel_lost(struct ictx *ctx, const char *why, bool may_free)
     }
     if (!was_ready || ctx->spare) {
         fail_calls(ctx, "KernelError", why);
-        /* a context made by a create that failed is not one (nor a spare): it goes, now where
-         * nothing walks it after us (the command's end, a timer), else at the end of its
-         * output's callback */
-        if (!ctx->is_default && (!ctx->ever_ready || promoting || ctx->spare)) {
+        /* it goes now where nothing walks it after us (the command's end, a timer), else at
+         * the end of its output's callback */
+        if (unknown) {
             if (may_free)
                 context_free(ctx);
             else
@@ -1188,7 +1225,7 @@ static void queue_kick(struct ictx *ctx)
         icall_finish(ctx->queue);
     }
     struct icall *c = ctx->queue;
-    if (!c || c->sent || ctx->promoting || ctx->marker_id[0])
+    if (!c || c->sent || ctx->promoting || ctx->marker)
         return;
     err_t err;
     if (!ctx->kernel) {
@@ -1348,16 +1385,8 @@ static struct ictx *spare_take(struct sbx *sb, const struct language *l, const c
     if (!ctx || l != &languages[0] || (cwd && strcmp(cwd, ctx->cwd) != 0) || !ctx->kernel ||
         ctx->doomed)
         return NULL;
-    for (struct ictx **p = &st->contexts; *p; p = &(*p)->next)
-        if (*p == ctx) {
-            *p = ctx->next;
-            break;
-        }
-    ctx->next = NULL;
-    struct ictx **tail = &st->contexts;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = ctx;
+    context_unlink(st, ctx);
+    context_append(st, ctx); /* made now */
     ctx->spare = false;
     ctx->promoting = true;
     return ctx;
@@ -1392,8 +1421,8 @@ static void do_create(struct icall *c, struct sbx *sb)
     if (ctx) {
         interp_context_free(&r);
         ready_wait(c, ctx);
-        if (ctx->ready && !ctx->marker_id[0])
-            marker_send(ctx, '0', true); /* else once it is, or its warm-up ended */
+        if (ctx->ready && !ctx->marker)
+            marker_send(ctx, MARKER_PROMOTION, true); /* else once it is, or its warm-up ended */
         spare_ensure(sb);                /* the next one */
         return;
     }
@@ -1640,12 +1669,14 @@ void interp_claimed(struct sbx *sb, const char *env_json)
         next = ctx->next; /* a spare lost here is freed */
         if (!ctx->kernel)
             continue;
-        err_t err;
         /* ready: nothing runs, the line comes before any execute; else its start is killed,
          * and the kernel started again at its first use has them from its start */
-        if (!ctx->ready || scmd_input(ctx->kernel, false, (const uint8_t *)line, n, &err) < 0) {
+        static const char why[] = "the kernel started before its sandbox's env vars were set";
+        if (ctx->ready) {
+            kernel_send(ctx, line, n, why, true);
+        } else {
             kernel_kill(ctx);
-            kernel_lost(ctx, "the kernel started before its sandbox's env vars were set", true);
+            kernel_lost(ctx, why, true);
         }
     }
     free(line);

@@ -97,6 +97,34 @@ await test('a PIL image comes back as a PNG', async () => {
   assert(isPng(r.results[0]?.png), `results ${JSON.stringify(r.results.map((x) => Object.keys(x)))}`)
 })
 
+await test("the packages of E2B's template import; seaborn's figure comes back as a PNG", async () => {
+  const mods = ['scipy', 'sympy', 'sklearn', 'seaborn', 'plotly', 'xarray', 'skimage', 'cv2', 'imageio',
+    'soundfile', 'nltk', 'joblib', 'requests', 'aiohttp', 'bs4', 'tornado', 'tqdm', 'pytest', 'openpyxl',
+    'xlrd', 'docx', 'pytz']
+  const r = await sbx.runCode(`import importlib\nbad = []\nfor m in ${JSON.stringify(mods)}:\n    try: importlib.import_module(m)\n    except Exception as e: bad.append("%s: %r" % (m, e))\nbad`)
+  eq(r.text, '[]', 'none failed')
+  const s = await sbx.runCode('import seaborn as sns, pandas as pd\nsns.barplot(data=pd.DataFrame({"k": ["a", "b"], "v": [1, 2]}), x="k", y="v")')
+  assert(s.results.some((x) => isPng(x.png)), `results ${JSON.stringify(s.results.map((x) => Object.keys(x)))}`)
+})
+
+await test("what a Jupyter user types daily: %timeit, %%time, obj?, !cmd, %%writefile, %env, %cd", async () => {
+  const t = await sbx.runCode('%timeit -n 3 -r 1 sum(range(10))')
+  match(t.logs.stdout.join(''), /per loop/, '%timeit')
+  match((await sbx.runCode('%%time\nsum(range(10))')).logs.stdout.join(''), /Wall time/, '%%time')
+  match((await sbx.runCode('len?')).logs.stdout.join(''), /Return the number of items/, 'obj?')
+  eq((await sbx.runCode('!echo shell-$((6*7))')).logs.stdout.join(''), 'shell-42\n', '!cmd')
+  eq((await sbx.runCode('out = !echo a; echo b')).error, undefined, 'out = !cmd')
+  eq((await sbx.runCode('out')).text, "['a', 'b']", '... its lines')
+  await sbx.runCode('%%writefile /tmp/written.txt\nhello')
+  eq((await sbx.runCode('open("/tmp/written.txt").read()')).text, 'hello\\n', '%%writefile (the repr of its text)')
+  await sbx.runCode('%env MAGIC_ENV=set')
+  eq((await sbx.runCode('import os; os.environ["MAGIC_ENV"]')).text, 'set', '%env')
+  await sbx.runCode('%cd /tmp')
+  eq((await sbx.runCode('%pwd')).text, '/tmp', '%cd, %pwd')
+  await sbx.runCode('%cd /home/user')
+  eq((await sbx.runCode('input("name? ")')).error?.name, 'EOFError', 'input(): EOF at once, no hang')
+})
+
 await test('env_vars apply to one execution and are restored', async () => {
   const r = await sbx.runCode('import os; os.environ.get("ONE_RUN")', { envs: { ONE_RUN: 'yes' } })
   eq(r.text, 'yes', 'set for the run')
