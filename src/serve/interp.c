@@ -1423,7 +1423,7 @@ static void do_create(struct icall *c, struct sbx *sb)
         ready_wait(c, ctx);
         if (ctx->ready && !ctx->marker)
             marker_send(ctx, MARKER_PROMOTION, true); /* else once it is, or its warm-up ended */
-        spare_ensure(sb);                /* the next one */
+        spare_ensure(sb);                             /* the next one */
         return;
     }
     ctx = context_new(sb, l, r.cwd, false);
