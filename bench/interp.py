@@ -57,8 +57,8 @@ class Interp:
         self.h = {"E2b-Sandbox-Id": self.id, "E2b-Sandbox-Port": "49999",
                   "X-Access-Token": d["envdAccessToken"], "Content-Type": "application/json"}
 
-    def context(self):
-        st, b = self.cl.call("POST", "/contexts", json.dumps({"language": "python"}), self.h)
+    def context(self, language="python"):
+        st, b = self.cl.call("POST", "/contexts", json.dumps({"language": language}), self.h)
         if st != 200:
             raise SystemExit("bench: POST /contexts answered %d: %s" % (st, b[:300]))
         return json.loads(b)["id"]

@@ -36,16 +36,25 @@ struct language {
     const char *name, *alias;
     const char *interpreter, *file, *arg; /* argv: interpreter DIR/file [arg] */
     bool zygote; /* its kernels fork from a warm zygote (src/interp/README.md, "Zygotes") */
+    /* a kernel kept ahead for the next create (spare_ensure): its kernel takes PROTOCOL.md's
+     * environment request */
+    bool spare;
 };
 
 static const struct language languages[] = {
-    {"python", NULL, "/usr/bin/python3", "python_kernel.py", NULL, true},
-    {"javascript", "js", "/usr/bin/node", "js_kernel.mjs", NULL, false},
-    {"typescript", "ts", "/usr/bin/node", "js_kernel.mjs", "--typescript", false},
-    {"bash", NULL, "/usr/bin/python3", "bash_kernel.py", NULL, false},
-    {"r", NULL, "/usr/bin/python3", "r_kernel.py", NULL, false},
-    {"java", NULL, "/usr/bin/python3", "java_kernel.py", NULL, false},
+    {"python", NULL, "/usr/bin/python3", "python_kernel.py", NULL, true, true},
+    {"javascript", "js", "/usr/bin/node", "js_kernel.mjs", NULL, false, true},
+    {"typescript", "ts", "/usr/bin/node", "js_kernel.mjs", "--typescript", false, true},
+    {"bash", NULL, "/usr/bin/python3", "bash_kernel.py", NULL, false, false},
+    {"r", NULL, "/usr/bin/python3", "r_kernel.py", NULL, false, false},
+    {"java", NULL, "/usr/bin/python3", "java_kernel.py", NULL, false, false},
 };
+#define LANGUAGES (sizeof languages / sizeof *languages)
+
+static unsigned language_bit(const struct language *l)
+{
+    return 1u << (unsigned)(l - languages);
+}
 
 enum icall_op { ICALL_EXECUTE, ICALL_CREATE, ICALL_RESTART };
 
@@ -97,11 +106,12 @@ struct ictx {
     bool discarding;       /* while attaching to an adopted kernel: its replayed output is old */
     bool share_pids;       /* its kernel's group has its pids limit (context_share.h) */
     bool doomed; /* made by a create whose kernel failed before its first ready: it goes */
-    /* The sandbox's spare python kernel (spare_ensure): in no list, found by no id, until a
-     * create takes it. Its command's tag says "spare" for good: a daemon after a restart tells a
+    /* A spare kernel of the sandbox (spare_ensure): in no list, found by no id, until a create
+     * takes it. Its command's tag says "spare" for good: a daemon after a restart tells a
      * spare given away by the end of the execution that gave it away (replayed_end). */
     bool spare;
-    bool promoting; /* given away: its create waits for the marker's end (marker_id) */
+    uv_timer_t *spare_timer; /* a spare not ready by d->kernel_ready_ms goes (spare_timed_out) */
+    bool promoting;          /* given away: its create waits for the marker's end (marker_id) */
     /* an execution of the daemon's own in flight (marker_send), and its id "KIND-HEX" */
     enum marker marker;
     char marker_id[48];
@@ -126,9 +136,9 @@ struct interp_state {
     struct scmd *zygote;
     bool zygote_ready; /* it said so: it listens */
     unsigned zygote_starts;
-    bool preload;    /* the data stack imported in it (code-interpreter-v1) */
-    bool host;       /* its python kernels fork from the host's zygote when it is ready */
-    bool want_spare; /* a python kernel forked ahead for the next create (spare_ensure) */
+    bool preload;        /* the data stack imported in it (code-interpreter-v1) */
+    bool host;           /* its python kernels fork from the host's zygote when it is ready */
+    unsigned want_spare; /* language_bit()s: a kernel ahead for the next create (spare_ensure) */
 };
 
 static void kernel_kill(struct ictx *ctx);
@@ -145,7 +155,7 @@ static void host_handover(struct ictx *ctx);
 
 static const struct language *language_find(const char *name)
 {
-    for (size_t i = 0; i < sizeof languages / sizeof *languages; i++)
+    for (size_t i = 0; i < LANGUAGES; i++)
         if (strcasecmp(name, languages[i].name) == 0 ||
             (languages[i].alias && strcasecmp(name, languages[i].alias) == 0))
             return &languages[i];
@@ -183,10 +193,10 @@ static struct ictx *context_find_in(struct interp_state *st, const char *id)
     return NULL;
 }
 
-static struct ictx *spare_of(struct interp_state *st)
+static struct ictx *spare_of(struct interp_state *st, const struct language *l)
 {
     for (struct ictx *c = st ? st->contexts : NULL; c; c = c->next)
-        if (c->spare)
+        if (c->spare && c->lang == l)
             return c;
     return NULL;
 }
@@ -271,7 +281,7 @@ static bool adopt_kernel(struct sbx *sb, struct scmd *c)
     bool is_default = strcmp(kind, "default") == 0;
     bool spare = strcmp(kind, "spare") == 0;
     if (!l || context_find_in(st, id) || (is_default && default_found(sb, l)) ||
-        (spare && !l->zygote))
+        (spare && !l->spare))
         return false;
     struct ictx *ctx = context_new(sb, l, c->cwd && c->cwd[0] == '/' ? c->cwd : NULL, is_default);
     if (!ctx)
@@ -290,13 +300,13 @@ static bool adopt_kernel(struct sbx *sb, struct scmd *c)
     }
     /* a spare is a context once an execution ended in it: the one that gave it away, at least */
     if (spare && !ctx->replayed_end) {
-        if (spare_of(st)) { /* one a sandbox */
+        if (spare_of(st, l)) { /* one a language */
             scmd_detach(c, ctx);
             context_free(ctx);
             return false;
         }
         ctx->spare = true;
-        st->want_spare = true;
+        st->want_spare |= language_bit(l);
     }
     /* one the zygote forked: its own process, not the stub, is the one to interrupt */
     if (l->zygote && c->argv && c->argv[0] && strcmp(c->argv[0], INTERP_SANDBOX_STUB) == 0) {
@@ -543,8 +553,14 @@ static void exec_timer(uv_timer_t *t)
 
 /* ---------- the kernel ---------- */
 
+static void spare_ensure(struct sbx *sb);
+
+/* The creates and restarts waiting for the kernel's ready get their answer: 200 with the
+ * context, or a 500 with failure. A create answered 200 makes its language's spare wanted: more
+ * creates of it may follow (spare_ensure). */
 static void ready_answer(struct ictx *ctx, const char *failure)
 {
+    bool created = false;
     while (ctx->waiters) {
         struct icall *w = ctx->waiters;
         ctx->waiters = w->next;
@@ -556,10 +572,21 @@ static void ready_answer(struct ictx *ctx, const char *failure)
             char *json = context_json(ctx);
             respond_json_text(w->x, 200, json);
             free(json);
+            created |= w->op == ICALL_CREATE;
         } else {
             icall_free(w);
         }
     }
+    struct interp_state *st = ctx->sb->interp;
+    if (created && ctx->lang->spare && st) {
+        st->want_spare |= language_bit(ctx->lang);
+        spare_ensure(ctx->sb);
+    }
+}
+
+static void timer_freed(uv_handle_t *h)
+{
+    free(h);
 }
 
 static void context_free(struct ictx *ctx)
@@ -567,6 +594,10 @@ static void context_free(struct ictx *ctx)
     struct interp_state *st = ctx->sb->interp;
     if (context_unlink(st, ctx))
         st->n_contexts--;
+    if (ctx->spare_timer) {
+        ctx->spare_timer->data = NULL;
+        uv_close((uv_handle_t *)ctx->spare_timer, timer_freed);
+    }
     kernel_pidfd_close(ctx);
     free(ctx->line);
     free(ctx);
@@ -1352,38 +1383,65 @@ static void execute_parsed(struct icall *c, struct sbx *sb)
     exec_accept(c, ctx);
 }
 
-/* The sandbox's spare: a python kernel forked from the host's zygote ahead of the next create
- * of a python context with the default cwd, which takes it (about 50 ms of a fork and a
- * kernel's start, here, no longer waited for). One a sandbox, once it wants one. */
+/* A spare whose kernel never got ready (a hostile startup file, say) is killed and freed: no
+ * create waits for it, and it would hold its processes for good. */
+static void spare_timed_out(uv_timer_t *t)
+{
+    struct ictx *ctx = t->data;
+    if (!ctx || !ctx->spare || ctx->ready || !ctx->kernel)
+        return;
+    fprintf(stderr, "hutch serve: sandbox %s: its spare %s kernel did not get ready: killed\n",
+            ctx->sb->id, ctx->lang->name);
+    kernel_kill(ctx);
+    kernel_lost(ctx, "the spare kernel did not get ready", true);
+}
+
+/* The sandbox's spares: a kernel started ahead of the next create of a context of its language
+ * with the default cwd, which takes it. Python's is forked from the host's zygote (about 50 ms of
+ * a fork and a kernel's start, here, no longer waited for); javascript's and typescript's start
+ * cold (node: 0.2 s). One a language, once a create of that language was made. */
 static void spare_ensure(struct sbx *sb)
 {
     struct interp_state *st = sb->interp;
-    if (!st || !st->want_spare || !st->host || sb->killing || sb->gone ||
-        sb->state != SANDBOX_RUNNING || !host_zygote_available(sb->d) ||
-        !language_available(sb->d, &languages[0]))
+    if (!st || !st->want_spare || sb->killing || sb->gone || sb->state != SANDBOX_RUNNING)
         return;
-    struct ictx *spare = spare_of(st);
-    if (spare)
-        return;
-    spare = context_new(sb, &languages[0], NULL, false);
-    if (!spare)
-        return;
-    spare->spare = spare->warm_up = true;
-    err_t err;
-    if (kernel_start(spare, &err) < 0) {
-        fprintf(stderr, "hutch serve: sandbox %s: a spare python kernel: %s\n", sb->id, err.msg);
-        context_free(spare);
+    for (const struct language *l = languages; l < languages + LANGUAGES; l++) {
+        if (!(st->want_spare & language_bit(l)) || !l->spare || spare_of(st, l) ||
+            (l->zygote && !(st->host && host_zygote_available(sb->d))) ||
+            !language_available(sb->d, l))
+            continue;
+        struct ictx *spare = context_new(sb, l, NULL, false);
+        if (!spare)
+            return;
+        spare->spare = true;
+        spare->warm_up = true; /* its first execution's cost ahead (page faults, JIT) */
+        err_t err;
+        if (kernel_start(spare, &err) < 0) {
+            fprintf(stderr, "hutch serve: sandbox %s: a spare %s kernel: %s\n", sb->id, l->name,
+                    err.msg);
+            context_free(spare);
+            continue;
+        }
+        spare->spare_timer = malloc(sizeof *spare->spare_timer);
+        if (spare->spare_timer && uv_timer_init(sb->d->loop, spare->spare_timer) < 0) {
+            free(spare->spare_timer);
+            spare->spare_timer = NULL;
+        }
+        if (spare->spare_timer) {
+            spare->spare_timer->data = spare;
+            uv_timer_start(spare->spare_timer, spare_timed_out, sb->d->kernel_ready_ms, 0);
+        }
     }
 }
 
-/* A create of a python context with the default cwd takes the spare: it becomes a context, made
- * now (the last in the list), and the create is answered once the marker's execution ended. */
+/* A create of a context with the default cwd takes its language's spare: it becomes a context,
+ * made now (the last in the list), and the create is answered once the marker's execution
+ * ended. */
 static struct ictx *spare_take(struct sbx *sb, const struct language *l, const char *cwd)
 {
     struct interp_state *st = sb->interp;
-    struct ictx *ctx = spare_of(st);
-    if (!ctx || l != &languages[0] || (cwd && strcmp(cwd, ctx->cwd) != 0) || !ctx->kernel ||
-        ctx->doomed)
+    struct ictx *ctx = spare_of(st, l);
+    if (!ctx || (cwd && strcmp(cwd, ctx->cwd) != 0) || !ctx->kernel || ctx->doomed)
         return NULL;
     context_unlink(st, ctx);
     context_append(st, ctx); /* made now */
@@ -1421,10 +1479,9 @@ static void do_create(struct icall *c, struct sbx *sb)
     if (ctx) {
         interp_context_free(&r);
         ready_wait(c, ctx);
-        if (ctx->ready && !ctx->marker)
-            marker_send(ctx, MARKER_PROMOTION, true); /* else once it is, or its warm-up ended */
-        spare_ensure(sb);                             /* the next one */
-        return;
+        if (ctx->ready && !ctx->marker) /* else once it is, or its warm-up ended */
+            marker_send(ctx, MARKER_PROMOTION, true);
+        return; /* its answer starts the next spare */
     }
     ctx = context_new(sb, l, r.cwd, false);
     interp_context_free(&r);
@@ -1437,11 +1494,7 @@ static void do_create(struct icall *c, struct sbx *sb)
         context_free(ctx);
         return;
     }
-    ready_wait(c, ctx);
-    if (l == &languages[0] && st) { /* one python context: more may follow */
-        st->want_spare = true;
-        spare_ensure(sb);
-    }
+    ready_wait(c, ctx); /* its answer starts the language's spare */
 }
 
 /* The context's kernel killed, its calls ended, and then (restart) a new kernel or (delete)
@@ -1618,8 +1671,8 @@ void interp_warm(struct sbx *sb, enum interp_warmth warmth)
         zygote_start(sb);
     }
     if (warmth == INTERP_WARM_ALL) {
-        warm_default(sb, &languages[1]); /* node, started cold: it has no zygote */
-        st->want_spare = true;           /* and a python kernel for the first create */
+        warm_default(sb, &languages[1]);               /* node, started cold: it has no zygote */
+        st->want_spare |= language_bit(&languages[0]); /* a python kernel for the first create */
         spare_ensure(sb);
     }
 }
