@@ -13,6 +13,9 @@ three daemons, in turn, each figure for:
   context  POST /contexts (python) until its 200: the kernel is ready; 0.3 s after the last
            create's end (untimed: the sandbox's spare kernel, forked after each create, is
            ready by then), then back to back
+  contextjs  POST /contexts of javascript, then typescript, in a base sandbox of the host's
+           daemon, 0.6 s apart: with the default cwd (the language's spare kernel, started after
+           the last create, is taken) against a cwd of its own (a kernel started for it)
   runcode  POST /execute "1+1" on a warm context, to its last line
   first    create a code-interpreter-v1 sandbox, then runCode returning a value with pandas
            imported (`import pandas as pd; pd.DataFrame({"a": [1]}).shape`), to its last line;
@@ -26,7 +29,7 @@ three daemons, in turn, each figure for:
            concurrency 1, 8 and 32: runs per second, against `hutch run --lang python --code
            'print(1+1)'` at the same concurrency; then both with `import pandas` first, at 8
 
-Environment: BENCH_INTERP="context runcode first firstjs memory oneshot" (which), BENCH_N (rounds, 30),
+Environment: BENCH_INTERP="context contextjs runcode first firstjs memory oneshot" (which), BENCH_N (rounds, 30),
 BENCH_WARMUP (3), BENCH_CONTEXTS (for memory, 100), HUTCH (the binary, build/hutch). Only
 loopback is used; every sandbox made is killed and the daemons stopped at the end.
 """
@@ -39,7 +42,8 @@ import serve as base  # noqa: E402  (Daemon, Client, pct)
 N = int(os.environ.get("BENCH_N", "30"))
 WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
 CONTEXTS = int(os.environ.get("BENCH_CONTEXTS", "100"))
-WHICH = os.environ.get("BENCH_INTERP", "context runcode first firstjs memory oneshot").split()
+WHICH = os.environ.get("BENCH_INTERP",
+                       "context contextjs runcode first firstjs memory oneshot").split()
 ONESHOT_RUNS = int(os.environ.get("BENCH_ONESHOT_RUNS", "48"))
 
 
@@ -57,8 +61,9 @@ class Interp:
         self.h = {"E2b-Sandbox-Id": self.id, "E2b-Sandbox-Port": "49999",
                   "X-Access-Token": d["envdAccessToken"], "Content-Type": "application/json"}
 
-    def context(self, language="python"):
-        st, b = self.cl.call("POST", "/contexts", json.dumps({"language": language}), self.h)
+    def context(self, language="python", cwd=None):
+        req = {"language": language, **({"cwd": cwd} if cwd else {})}
+        st, b = self.cl.call("POST", "/contexts", json.dumps(req), self.h)
         if st != 200:
             raise SystemExit("bench: POST /contexts answered %d: %s" % (st, b[:300]))
         return json.loads(b)["id"]
@@ -148,6 +153,29 @@ def bench_context(sbs):
         print("%-8s %s" % (name, "a create 0.3 s after the last one's end" if pause else
                            "back to back: each create right after the last one's end"))
         compare("", out)
+
+
+def bench_contextjs(sb):
+    """javascript and typescript creates 0.6 s apart: with the default cwd (the spare started
+    after the last create is taken) against a cwd of its own (/tmp: a kernel started for it, as
+    every create was before the spares), in the same sandbox, alternated."""
+    for lang in ("javascript", "typescript"):
+        sb.context(lang)  # the first: its spare is wanted from now on
+        out = {"spare": [], "own": []}
+        for i in range(WARMUP + N):
+            for kind in ("spare", "own"):
+                time.sleep(0.6)  # untimed: the spare started after the last create, ready
+                t = time.monotonic()
+                ctx = sb.context(lang, None if kind == "spare" else "/tmp")
+                d = time.monotonic() - t
+                sb.cl.call("DELETE", "/contexts/" + ctx, None, sb.h)
+                if i >= WARMUP:
+                    out[kind].append(d)
+        name = "contextjs" if lang == "javascript" else ""
+        line(name, "%s, the spare taken" % lang, out["spare"])
+        line("", "%s, a kernel started for it" % lang, out["own"])
+        print("%-8s %-40s p50 %8.2fx" % ("", "ratio spare / started",
+                                         base.pct(out["spare"], .5) / base.pct(out["own"], .5)))
 
 
 def bench_runcode(sbs):
@@ -296,6 +324,10 @@ def main():
                 bench_context(sbs)
             if "runcode" in WHICH:
                 bench_runcode(sbs)
+        if "contextjs" in WHICH:
+            sb = Interp(clients["host"])
+            made.append((sb.cl, sb))
+            bench_contextjs(sb)
         for name in FIRSTS:
             if name in WHICH:
                 bench_first(clients, made, name)
