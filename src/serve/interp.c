@@ -1481,7 +1481,10 @@ static void do_create(struct icall *c, struct sbx *sb)
         ready_wait(c, ctx);
         if (ctx->ready && !ctx->marker) /* else once it is, or its warm-up ended */
             marker_send(ctx, MARKER_PROMOTION, true);
-        return; /* its answer starts the next spare */
+        /* the next one now, beside the promotion: started at its answer instead, creates back
+         * to back waited twice as long (35-40 against 17-20 ms) */
+        spare_ensure(sb);
+        return;
     }
     ctx = context_new(sb, l, r.cwd, false);
     interp_context_free(&r);
