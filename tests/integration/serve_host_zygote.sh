@@ -268,11 +268,6 @@ s_call() { curl -s -m 60 -H "E2b-Sandbox-Id: $S" -H "E2b-Sandbox-Port: 49999" -H
 # s_exec CODE [CONTEXT]: an execute's lines; s_ctx BODY: a new context's id
 s_exec() { s_call -d "$(python3 -c 'import json,sys; d={"code":sys.argv[1]}; d.update({"context_id":sys.argv[2]} if sys.argv[2:] and sys.argv[2] else {}); print(json.dumps(d))' "$@")" "$U/execute"; }
 s_ctx() { jfield "$(s_call -d "$1" "$U/contexts")" id; }
-s_text() { python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m["type"] == "result": print(m.get("text", ""))
-    if m["type"] == "error": print("ERROR", m["name"], m["value"])'; }
 s_python_ids() { s_call "$U/contexts" | python3 -c 'import json,sys; print(" ".join(sorted(c["id"] for c in json.load(sys.stdin) if c["language"] == "python")))'; }
 AGE='import os; _t = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK"); _age = round(float(open("/proc/uptime").read().split()[0]) - _t, 2)'
 DEFAULT_PY=$(s_python_ids)

@@ -121,6 +121,12 @@ for line in sys.stdin:
     if "data" in e and "stdout" in e["data"]: out += base64.b64decode(e["data"]["stdout"])
 sys.stdout.write(out.decode())'; }
 sh_out() { run_in "$1" "$2" "$3" | stdout_of; }
+# s_text: an execute's NDJSON on stdin -> each result's text, each error as "ERROR NAME VALUE"
+s_text() { python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m["type"] == "result": print(m.get("text", ""))
+    if m["type"] == "error": print("ERROR", m["name"], m["value"])'; }
 # bg_start ID TOKEN CMD: starts CMD and leaves its stream after the start event (as the SDK's
 # background commands do); prints its pid
 bg_start() {

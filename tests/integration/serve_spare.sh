@@ -21,11 +21,6 @@ s_call() { curl -s -m 60 -H "E2b-Sandbox-Id: $S" -H "E2b-Sandbox-Port: 49999" -H
 # s_exec CODE CONTEXT: an execute's lines; s_ctx BODY: a new context's id
 s_exec() { s_call -d "$(python3 -c 'import json,sys; print(json.dumps({"code": sys.argv[1], "context_id": sys.argv[2]}))' "$1" "$2")" "$U/execute"; }
 s_ctx() { jfield "$(s_call -d "$1" "$U/contexts")" id; }
-s_text() { python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m["type"] == "result": print(m.get("text", ""))
-    if m["type"] == "error": print("ERROR", m["name"], m["value"])'; }
 s_ids() { s_call "$U/contexts" | python3 -c 'import json,sys; print(" ".join(sorted(c["id"] for c in json.load(sys.stdin) if c["language"] == sys.argv[1])))' "$1"; }
 # (its kernel's age, another context's variable seen, the env var, the cwd)
 FACTS='[Math.round(process.uptime() * 100) / 100, typeof secret_of_first, process.env.SBX_VAR, process.cwd()].join(" ")'
