@@ -1157,6 +1157,25 @@ def make_shell():
     return shell
 
 
+def parse_traceback_sources():
+    """A traceback's first formatting parses the whole source of each file it passes through
+    (stack_data's `executing`, cached per file, in stack_data's Source class): IPython's
+    interactiveshell.py, whose run_code frame is in every cell's traceback (hidden, but looked
+    at), and this file, whose SIGINT handler raises an interrupt's KeyboardInterrupt. Measured:
+    70-120 ms on a context's first error (45-60 more on its first interrupt), 2 ms on its second.
+    A zygote calls this before it forks (145 ms, once), and its kernels find both parsed; a
+    kernel started cold does not. They are files every sandbox has alike: nothing of a
+    sandbox's."""
+    try:
+        import stack_data
+        from IPython.core import interactiveshell
+        stack_data.Source.for_filename(interactiveshell.__file__)
+        own = stack_data.Source.for_filename(__file__)
+        own.pieces  # its lines are shown (then cut): split into statements
+    except Exception:  # noqa: BLE001  a missing or changed stack_data costs speed, nothing else
+        pass
+
+
 def main():
     diag_fd = _high_fd(2)   # fd 2 is soon a pipe of the kernel's own: keep the daemon's
     try:

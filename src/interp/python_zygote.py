@@ -69,6 +69,15 @@ def preload(modules):
             print("python_zygote: preload %s: %s" % (name, e), file=sys.stderr, flush=True)
 
 
+def warm(modules):
+    """What each fork finds done: the modules imported, the shell made, the tracebacks' sources
+    parsed, and all of it out of the collector's sight."""
+    preload(modules)
+    python_kernel.make_shell()
+    python_kernel.parse_traceback_sources()
+    freeze()
+
+
 def freeze():
     """What the imports made is moved out of the collector's sight (gc.freeze), so that no
     collection in a kernel walks it: each object a walk touches is a page the kernel copies from
@@ -222,10 +231,7 @@ def main():
         print("usage: python_zygote.py NAME [--preload MODULE,...]", file=sys.stderr)
         return 2
     name = args[0]
-    if len(args) >= 3 and args[1] == "--preload":
-        preload([m for m in args[2].split(",") if m])
-    python_kernel.make_shell()  # each fork finds it made
-    freeze()
+    warm([m for m in args[2].split(",") if m] if len(args) >= 3 and args[1] == "--preload" else [])
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     path = "/tmp/.hutch-zygote-" + name
     try:
@@ -514,9 +520,7 @@ def host_main(lib_path, modules):
     lib.hutch_enter_confine.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
                                         ctypes.c_char_p, ctypes.c_size_t]
     own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-    preload(modules)
-    python_kernel.make_shell()
-    freeze()
+    warm(modules)
     daemon = socket.socket(fileno=0)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
