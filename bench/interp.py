@@ -17,6 +17,8 @@ three daemons, in turn, each figure for:
            daemon, 0.6 s apart: with the default cwd (the language's spare kernel, started after
            the last create, is taken) against a cwd of its own (a kernel started for it)
   runcode  POST /execute "1+1" on a warm context, to its last line
+  error    POST /execute "1/0" twice in a new context each round: its first error against its
+           second (the first once parsed the source of every file in the traceback)
   first    create a code-interpreter-v1 sandbox, then runCode returning a value with pandas
            imported (`import pandas as pd; pd.DataFrame({"a": [1]}).shape`), to its last line;
            with the zygote, the daemon's warm pool (HUTCH_POOL, pool.h) is on, and each round
@@ -29,9 +31,10 @@ three daemons, in turn, each figure for:
            concurrency 1, 8 and 32: runs per second, against `hutch run --lang python --code
            'print(1+1)'` at the same concurrency; then both with `import pandas` first, at 8
 
-Environment: BENCH_INTERP="context contextjs runcode first firstjs memory oneshot" (which), BENCH_N (rounds, 30),
-BENCH_WARMUP (3), BENCH_CONTEXTS (for memory, 100), HUTCH (the binary, build/hutch). Only
-loopback is used; every sandbox made is killed and the daemons stopped at the end.
+Environment: BENCH_INTERP="context contextjs runcode error first firstjs memory oneshot"
+(which), BENCH_N (rounds, 30), BENCH_WARMUP (3), BENCH_CONTEXTS (for memory, 100), HUTCH (the
+binary, build/hutch). Only loopback is used; every sandbox made is killed and the daemons
+stopped at the end.
 """
 import json, os, sys, tempfile, time
 import glob
@@ -43,7 +46,7 @@ N = int(os.environ.get("BENCH_N", "30"))
 WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
 CONTEXTS = int(os.environ.get("BENCH_CONTEXTS", "100"))
 WHICH = os.environ.get("BENCH_INTERP",
-                       "context contextjs runcode first firstjs memory oneshot").split()
+                       "context contextjs runcode error first firstjs memory oneshot").split()
 ONESHOT_RUNS = int(os.environ.get("BENCH_ONESHOT_RUNS", "48"))
 
 
@@ -68,7 +71,8 @@ class Interp:
             raise SystemExit("bench: POST /contexts answered %d: %s" % (st, b[:300]))
         return json.loads(b)["id"]
 
-    def run(self, code, ctx=None, language=None):
+    def run(self, code, ctx=None, language=None, error=False):
+        """Its results; with error, the execution must end in an error instead."""
         body = {"code": code}
         if ctx:
             body["context_id"] = ctx
@@ -77,7 +81,7 @@ class Interp:
         st, b = self.cl.call("POST", "/execute", json.dumps(body), self.h)
         lines = [json.loads(x) for x in b.split(b"\n") if x]
         if st != 200 or not lines or lines[-1].get("type") != "end_of_execution" or \
-                any(x.get("type") == "error" for x in lines):
+                any(x.get("type") == "error" for x in lines) != error:
             raise SystemExit("bench: execute answered %d: %s" % (st, b[:500]))
         return [x for x in lines if x.get("type") == "result"]
 
@@ -192,6 +196,27 @@ def bench_runcode(sbs):
                 xs.append(d)
         out[mode] = xs
     compare("runcode", out)
+
+
+def bench_error(sbs):
+    """A context's first error against its second, in a new context each round."""
+    for mode, sb in sbs.items():
+        firsts, seconds = [], []
+        for i in range(WARMUP + N):
+            ctx = sb.context()
+            xs = []
+            for _ in range(2):
+                t = time.monotonic()
+                sb.run("1/0", ctx, error=True)
+                xs.append(time.monotonic() - t)
+            sb.cl.call("DELETE", "/contexts/" + ctx, None, sb.h)
+            if i >= WARMUP:
+                firsts.append(xs[0])
+                seconds.append(xs[1])
+        line("error" if mode == "host" else "", "%s: the first" % WHAT[mode], firsts)
+        line("", "%s: the second" % WHAT[mode], seconds)
+        print("%-8s %-40s p50 %8.2fx" % ("", "ratio first / second",
+                                         base.pct(firsts, .5) / base.pct(seconds, .5)))
 
 
 FIRSTS = {  # round: (language, code, its value's text)
@@ -317,13 +342,15 @@ def main():
         # code-interpreter-v1 in each: its kernels from the host's zygote, from the sandbox's own
         # (with the data stack: as before the host's), or cold
         templates = {m: (clients[m], "code-interpreter-v1") for m in clients}
-        if "context" in WHICH or "runcode" in WHICH:
+        if "context" in WHICH or "runcode" in WHICH or "error" in WHICH:
             sbs = {m: Interp(c, t) for m, (c, t) in templates.items()}
             made += [(s.cl, s) for s in sbs.values()]
             if "context" in WHICH:
                 bench_context(sbs)
             if "runcode" in WHICH:
                 bench_runcode(sbs)
+            if "error" in WHICH:
+                bench_error(sbs)
         if "contextjs" in WHICH:
             sb = Interp(clients["host"])
             made.append((sb.cl, sb))

@@ -29,6 +29,7 @@ import re
 import signal
 import sys
 import traceback
+import types
 # Private references to what the kernel calls while user code runs: a cell may replace the module
 # attributes (`os.write = None`) but not these names.
 from os import read as _read, write as _write, dup2 as _dup2, environ as _environ
@@ -1154,26 +1155,50 @@ def make_shell():
     formatters["image/png"].for_type_by_name("matplotlib.figure", "Figure", _figure_png)
     formatters["application/json"].for_type(dict, _container_json)
     formatters["application/json"].for_type(list, _container_json)
+    _format_only_shown_frames(shell)
     return shell
 
 
-def parse_traceback_sources():
-    """A traceback's first formatting parses the whole source of each file it passes through
-    (stack_data's `executing`, cached per file, in stack_data's Source class): IPython's
-    interactiveshell.py, whose run_code frame is in every cell's traceback (hidden, but looked
-    at), and this file, whose SIGINT handler raises an interrupt's KeyboardInterrupt. Measured:
-    70-120 ms on a context's first error (45-60 more on its first interrupt), 2 ms on its second.
-    A zygote calls this before it forks (145 ms, once), and its kernels find both parsed; a
-    kernel started cold does not. They are files every sandbox has alike: nothing of a
-    sandbox's."""
-    try:
-        import stack_data
-        from IPython.core import interactiveshell
-        stack_data.Source.for_filename(interactiveshell.__file__)
-        own = stack_data.Source.for_filename(__file__)
-        own.pieces  # its lines are shown (then cut): split into statements
-    except Exception:  # noqa: BLE001  a missing or changed stack_data costs speed, nothing else
-        pass
+def _trimmed(tb, offset):
+    """tb without its first offset entries (IPython's own, which it hides) and its last ones in
+    this file (the SIGINT handler raising an interrupt's KeyboardInterrupt, sys.stdout's write):
+    a chain of its own when one is cut at the end; the exception's own is left as it is."""
+    while offset > 0 and tb is not None:
+        tb, offset = tb.tb_next, offset - 1
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    kept = len(entries)
+    while kept > 1 and entries[kept - 1].tb_frame.f_code.co_filename == _KERNEL_FILE:
+        kept -= 1
+    if kept == len(entries):
+        return entries[0] if entries else None
+    chain = None
+    for e in reversed(entries[:kept]):
+        chain = types.TracebackType(chain, e.tb_frame, e.tb_lasti, e.tb_lineno)
+    return chain
+
+
+def _format_only_shown_frames(shell):
+    """IPython's traceback printer (stack_data) parses the whole source of every file in a
+    traceback, the frames it hides and the ones this kernel cuts (report_error) included: its
+    interactiveshell.py (run_code's frame, in every cell's traceback) and this file took 70-120
+    ms of a context's first error and 45-60 ms more of its first interrupt, seconds on a slow
+    machine, where an interrupt's grace ran out on it. It is given only the frames it shows."""
+    printer = shell.InteractiveTB
+    format_all = printer.structured_traceback
+
+    def structured_traceback(etype=None, value=None, tb=None, tb_offset=None,
+                             number_of_lines_of_context=5):
+        if etype is None or tb is None or isinstance(tb, tuple):
+            return format_all(etype, value, tb, tb_offset, number_of_lines_of_context)
+        offset = printer.tb_offset if tb_offset is None else tb_offset
+        lines = format_all(etype, value, _trimmed(tb, offset), 0, number_of_lines_of_context)
+        printer.tb = tb  # %debug's: the whole of it
+        return lines
+
+    printer.structured_traceback = structured_traceback
 
 
 def main():

@@ -70,11 +70,10 @@ def preload(modules):
 
 
 def warm(modules):
-    """What each fork finds done: the modules imported, the shell made, the tracebacks' sources
-    parsed, and all of it out of the collector's sight."""
+    """What each fork finds done: the modules imported and the shell made, all of it out of
+    the collector's sight."""
     preload(modules)
     python_kernel.make_shell()
-    python_kernel.parse_traceback_sources()
     freeze()
 
 
