@@ -29,10 +29,10 @@ import re
 import signal
 import sys
 import traceback
-import types
 # Private references to what the kernel calls while user code runs: a cell may replace the module
 # attributes (`os.write = None`) but not these names.
 from os import read as _read, write as _write, dup2 as _dup2, environ as _environ
+from types import TracebackType as _TracebackType
 from select import select as _select
 from time import monotonic as _monotonic
 # _signal is signal.py's C core: the wrappers in signal.py go through enum, which needs builtins
@@ -1176,7 +1176,7 @@ def _trimmed(tb, offset):
         return entries[0] if entries else None
     chain = None
     for e in reversed(entries[:kept]):
-        chain = types.TracebackType(chain, e.tb_frame, e.tb_lasti, e.tb_lineno)
+        chain = _TracebackType(chain, e.tb_frame, e.tb_lasti, e.tb_lineno)
     return chain
 
 

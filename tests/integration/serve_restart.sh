@@ -50,15 +50,15 @@ def stream(method, body, timeout_ms=None, first_only=False):
         if "data" in e and "stdout" in e["data"]:
             out += base64.b64decode(e["data"]["stdout"])
     return pid, out
-if what == "starts":  # stdin: a line "LIFETIME_MS SCRIPT" a command (0: none); prints "PID TIME"
-    # a line each, TIME (time.time()) taken before its Start. One process for them all: the test
+if what == "starts":  # stdin: a line "LIFETIME_MS SCRIPT" a command (0: none); prints "PID MS"
+    # a line each, MS (the wall clock in ms, as now_ms) taken before its Start. One process for them all: the test
     # guest takes over a second to start python3.
     for line in sys.stdin:
         ms, script = line.rstrip("\n").split(" ", 1)
         t = time.time()
         pid = stream("Start", {"process": {"cmd": "/bin/sh", "args": ["-c", script], "cwd": "/tmp"}, "stdin": False},
                      timeout_ms=int(ms) or None, first_only=True)[0]
-        print(pid, "%.3f" % t, flush=True)
+        print(pid, int(t * 1000), flush=True)
 elif what == "replay":  # ARGS: pid: its output as Connect replays it, for 1.5 s
     sys.stdout.buffer.write(stream("Connect", {"process": {"pid": int(sys.argv[5])}}, timeout_ms=1500)[1])
 elif what == "list":
@@ -72,13 +72,17 @@ client() { python3 "$CLIENT" "$PORT" "$sbx" "$tok" "$@"; }
 
 # Times are checked against what the test measured, not assumed: the test guest (TCG) runs some
 # steps 10-30x slower than the host, and a check that came too late to tell says so, failing.
-late() { awk -v a="$1" -v b="$2" 'BEGIN{exit !(a > b)}'; } # late T LIMIT: T past LIMIT
-now() { date +%s.%N; }
+# All times in ms (now_ms).
+late() { (($(now_ms) > $1)); } # late LIMIT: now is past LIMIT
+sleep_until() { # sleep_until MS
+    local d=$(($1 - $(now_ms)))
+    ((d > 0)) && sleep "$((d / 1000)).$(printf %03d $((d % 1000)))"
+    return 0
+}
 wait_for() { # wait_for SECONDS COMMAND...: until COMMAND succeeds; 1 if it never did
-    local deadline
-    deadline=$(awk -v t="$(now)" -v s="$1" 'BEGIN{printf "%.3f", t + s}')
+    local deadline=$(($(now_ms) + $1 * 1000))
     shift
-    until "$@"; do late "$(now)" "$deadline" && return 1; sleep 0.1; done
+    until "$@"; do late "$deadline" && return 1; sleep 0.1; done
 }
 records() { ls "$HUTCH_RUN_DIR/$sbx.cmds" 2>/dev/null | grep -c '\.json$'; }
 
@@ -112,18 +116,18 @@ stamps() { curl -s -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx/metrics" |
 metrics_before=$(stamps)
 # the restart at least 4 s after T's start, so that a lifetime counted from the restart would
 # run out at least 4 s after the one counted from its start
-sleep "$(awk -v t="$t_start" -v n="$(now)" 'BEGIN{d = t + 4 - n; printf "%.3f", (d > 0 ? d : 0)}')"
+sleep_until $((t_start + 4000))
 kill -9 "$daemon"
 wait "$daemon" 2>/dev/null
-t_restart=$(now)
-late "$t_restart" "$(awk -v t="$t_start" -v l=$LIFE 'BEGIN{printf "%.3f", t + l - 2}')" &&
+t_restart=$(now_ms)
+((t_restart > t_start + (LIFE - 2) * 1000)) &&
     not_ok "the daemon was killed within $((LIFE - 2)) s of T's start (later, T's lifetime cannot be told)"
 start_daemon && ok "the daemon restarts after kill -9" || not_ok "the daemon restarts after kill -9"
 # T's lifetime ends LIFE s after its start, not after the restart: looked at 1.5 s after the
 # first, and before the second
-sleep "$(awk -v t="$t_start" -v n="$(now)" -v l=$LIFE 'BEGIN{d = t + l + 1.5 - n; printf "%.3f", (d > 0 ? d : 0)}')"
+sleep_until $((t_start + LIFE * 1000 + 1500))
 list=$(client list)
-if late "$(now)" "$(awk -v t="$t_restart" -v l=$LIFE 'BEGIN{printf "%.3f", t + l}')"; then
+if late $((t_restart + LIFE * 1000)); then
     not_ok "the adopted command's lifetime ran out on time (looked at too late to tell)"
 else
     grep -q "^$pt " <<<"$list" && not_ok "the adopted command's lifetime ran out on time ($LIFE s after its start)" ||
@@ -171,14 +175,14 @@ is "$(client replay "$pa")" "$want" "... and Connect replays its output after it
 # request: over 4 s in the test guest).
 read -r pp t_pp < <(echo "10000 sleep 3600" | client starts)
 curl -s -o /dev/null -X POST -H "X-API-KEY: $KEY" "$U/sandboxes/$sbx/pause"
-t_paused=$(now)
+t_paused=$(now_ms)
 sleep 11
-t_resume=$(now)
+t_resume=$(now_ms)
 curl -s -o /dev/null -X POST -H "X-API-KEY: $KEY" -d '{"timeout":900}' "$U/sandboxes/$sbx/connect"
 list=$(client list)
-ran=$(awk -v a="$t_pp" -v b="$t_paused" -v c="$t_resume" -v d="$(now)" 'BEGIN{printf "%.3f", (b - a) + (d - c)}')
-if late "$ran" 9.5; then
-    not_ok "a command whose 10 s lifetime passed while paused runs on after the resume (it ran $ran s: too long to tell)"
+ran=$((t_paused - t_pp + $(now_ms) - t_resume))
+if ((ran > 9500)); then
+    not_ok "a command whose 10 s lifetime passed while paused runs on after the resume (it ran $ran ms: too long to tell)"
 else
     grep -q "^$pp " <<<"$list" && ok "a command whose 10 s lifetime passed while paused runs on after the resume" ||
         not_ok "a command whose 10 s lifetime passed while paused runs on after the resume"
